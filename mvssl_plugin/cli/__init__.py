@@ -1,0 +1,1 @@
+"""Hydra entry points (``main_pretrain.py``, ``main_linear.py`` and the console scripts)."""

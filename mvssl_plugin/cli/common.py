@@ -1,0 +1,191 @@
+"""What the pretraining and linear entry points share: recipe lookup, error reporting,
+resume, checkpointing, wandb and the Lightning Trainer, wired as solo-learn's scripts do."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional, Tuple
+
+from lightning.pytorch.callbacks import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from mvssl_plugin.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def recipe_roots(kind: str) -> List[Path]:
+    """Where ``--config-name`` is looked up: ./scripts/<kind>, then the plugin checkout's."""
+    roots = [Path.cwd() / "scripts" / kind, REPO_ROOT / "scripts" / kind]
+    return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
+
+
+def find_recipe_dir(config_name: str, kind: str) -> Path:
+    """The folder under scripts/<kind>/ holding ``config_name`` (``.yaml`` optional)."""
+    name = config_name if config_name.endswith((".yaml", ".yml")) else f"{config_name}.yaml"
+    for root in recipe_roots(kind):
+        hits = sorted(root.rglob(name))
+        hits = [hit for hit in hits if "augmentations" not in hit.parts and "wandb" not in hit.parts]
+        if len(hits) > 1:
+            raise ConfigError(f"--config-name {config_name} is ambiguous: {[str(h) for h in hits]}; pass --config-path")
+        if hits:
+            return hits[0].parent
+    available = sorted(p.name for root in recipe_roots(kind) for p in root.rglob("*.yaml") if p.parent.parent == root)
+    raise ConfigError(f"no recipe named {config_name!r} under scripts/{kind}/; available: {available}")
+
+
+def _argv_value(argv: List[str], *flags: str) -> Optional[str]:
+    for i, arg in enumerate(argv):
+        for flag in flags:
+            if arg == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def with_recipe_path(argv: List[str], kind: str) -> List[str]:
+    """Adds ``--config-path`` for a bare ``--config-name`` found under scripts/<kind>/, and
+    ``--config-dir`` for the shared groups (base/, augmentations/, wandb/) one level up."""
+    name = _argv_value(argv, "--config-name", "-cn")
+    if name is None:
+        return argv
+    config_path = _argv_value(argv, "--config-path", "-cp")
+    if config_path is None:
+        config_path = str(find_recipe_dir(name, kind))
+        argv = argv + ["--config-path", config_path]
+    if _argv_value(argv, "--config-dir", "-cd") is None:
+        argv = argv + ["--config-dir", str(Path(config_path).resolve().parent)]
+    return argv
+
+
+def report_config_errors(task: Callable[[DictConfig], object]) -> Callable[[DictConfig], object]:
+    """Prints a :class:`ConfigError` as one line and exits 2, instead of Hydra's traceback."""
+
+    def wrapped(cfg: DictConfig):
+        try:
+            return task(cfg)
+        except ConfigError as err:
+            print(f"mvssl config error: {err}", file=sys.stderr)
+            sys.exit(2)
+
+    return wrapped
+
+
+def run_hydra(task: Callable[[DictConfig], object], kind: str) -> None:
+    """Runs ``task`` as a Hydra app whose recipes live under scripts/<kind>/."""
+    import hydra
+
+    try:
+        sys.argv = [sys.argv[0]] + with_recipe_path(sys.argv[1:], kind)
+    except ConfigError as err:
+        print(f"mvssl config error: {err}", file=sys.stderr)
+        sys.exit(2)
+    hydra.main(version_base="1.2", config_path=None)(report_config_errors(task))()
+
+
+def prepare_cfg(cfg: DictConfig) -> DictConfig:
+    """Opens the config for solo-learn's defaults and resolves interpolations, so that
+    args.json holds numbers, not ``${...}`` strings."""
+    OmegaConf.set_struct(cfg, False)
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def resume_checkpoint(cfg: DictConfig, run_kind: str) -> Tuple[Optional[str], Optional[str]]:
+    """solo-learn's explicit or automatic resume: (checkpoint path, wandb run id)."""
+    from solo.utils.auto_resumer import AutoResumer
+
+    if cfg.resume_from_checkpoint is not None:
+        path = cfg.resume_from_checkpoint
+        if not os.path.isfile(path):
+            raise ConfigError(f"resume_from_checkpoint={path!r} is not a file")
+        del cfg.resume_from_checkpoint
+        return path, None
+    if cfg.auto_resume.enabled:
+        resumer = AutoResumer(
+            checkpoint_dir=os.path.join(cfg.checkpoint.dir, run_kind), max_hours=cfg.auto_resume.max_hours
+        )
+        path, wandb_run_id = resumer.find_checkpoint(cfg)
+        if path is not None:
+            print(f"Resuming from previous checkpoint that matches specifications: '{path}'")
+        return path, wandb_run_id
+    return None, None
+
+
+def compose_recipe(config_name: str, kind: str, overrides: Optional[List[str]] = None) -> DictConfig:
+    """The config ``--config-name config_name`` would give (opened and resolved as the
+    entry points do), for notebooks and tests."""
+    from hydra import compose, initialize_config_dir
+
+    recipe_dir = find_recipe_dir(config_name, kind)
+    search = f"hydra.searchpath=[file://{recipe_dir.parent}]"
+    with initialize_config_dir(config_dir=str(recipe_dir), version_base="1.2"):
+        return prepare_cfg(compose(config_name=config_name, overrides=[search, *(overrides or [])]))
+
+
+class EpochSummary(Callback):
+    """Prints each epoch's logged metrics, which Lightning shows nowhere without a logger."""
+
+    def on_validation_epoch_end(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            self._print(trainer, "val")
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._print(trainer, "train")
+
+    @staticmethod
+    def _print(trainer, prefix: str) -> None:
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(prefix) and v.numel() == 1}
+        if metrics and trainer.is_global_zero:
+            text = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+            print(f"mvssl: epoch {trainer.current_epoch} {text}", flush=True)
+
+
+def build_trainer(cfg: DictConfig, model, run_kind: str, wandb_run_id: Optional[str]):
+    """Lightning Trainer with solo-learn's Checkpointer (its folder layout and args.json),
+    wandb logger and learning-rate monitor, from the config's Trainer keys."""
+    from lightning.pytorch import Trainer
+    from lightning.pytorch.callbacks import LearningRateMonitor
+    from lightning.pytorch.loggers.wandb import WandbLogger
+    from lightning.pytorch.strategies.ddp import DDPStrategy
+    from solo.utils.checkpointer import Checkpointer
+
+    from mvssl_plugin.config import trainer_devices
+
+    callbacks, logger = [EpochSummary()], None
+    if cfg.checkpoint.enabled:
+        callbacks.append(
+            Checkpointer(
+                cfg,
+                logdir=os.path.join(cfg.checkpoint.dir, run_kind),
+                frequency=cfg.checkpoint.frequency,
+                keep_prev=cfg.checkpoint.keep_prev,
+            )
+        )
+    if cfg.wandb.enabled:
+        logger = WandbLogger(
+            name=cfg.name,
+            project=cfg.wandb.project,
+            entity=cfg.wandb.entity,
+            offline=cfg.wandb.offline,
+            resume="allow" if wandb_run_id else None,
+            id=wandb_run_id,
+        )
+        logger.watch(model, log="gradients", log_freq=100)
+        logger.log_hyperparams(OmegaConf.to_container(cfg))
+        callbacks.append(LearningRateMonitor(logging_interval="step"))
+    options = OmegaConf.to_container(cfg)
+    valid = inspect.signature(Trainer.__init__).parameters
+    kwargs = {name: options[name] for name in valid if name in options}
+    kwargs.update(
+        logger=logger if logger is not None else False,
+        callbacks=callbacks,
+        enable_checkpointing=False,
+        devices=trainer_devices(cfg),
+        strategy=DDPStrategy(find_unused_parameters=False) if cfg.strategy == "ddp" else cfg.strategy,
+    )
+    return Trainer(**kwargs)

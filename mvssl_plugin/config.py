@@ -1,0 +1,309 @@
+"""Config checks and defaults applied before solo-learn sees a Hydra config.
+
+solo-learn validates with bare ``assert`` statements deep inside model construction;
+everything here runs first and raises :class:`ConfigError` naming the key and the fix.
+It also resolves ``auto`` orthogonality weights (the beta rule) for the plugin's methods
+and for solo-learn's own ``barlow_twins`` and ``vicreg``, so one recipe serves both.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+from mvssl_plugin import beta as beta_rule
+from mvssl_plugin.errors import ConfigError
+
+AUTO = "auto"
+SUPPORTED_DATASETS = ("cifar10", "cifar100", "stl10", "imagenet", "imagenet100", "custom")
+SMALL_IMAGE_DATASETS = ("cifar10", "cifar100")
+SUPPORTED_FORMATS = ("image_folder", "h5")
+
+
+@dataclass(frozen=True)
+class BetaSlot:
+    """Where a method keeps its orthogonality weight, and how beta maps onto it.
+
+    ``weight = beta`` (Barlow Twins' lamb) or ``weight = beta * method_kwargs[relative_to]``
+    (VICReg's covariance weight, beta being the covariance/invariance ratio).
+    """
+
+    key: str
+    default_c: float
+    relative_to: Optional[str] = None
+    relative_default: float = 1.0
+
+
+BARLOW_SLOT = BetaSlot(key="lamb", default_c=beta_rule.BARLOW_TWINS_C)
+VICREG_SLOT = BetaSlot(
+    key="cov_loss_weight", default_c=beta_rule.VICREG_C, relative_to="sim_loss_weight", relative_default=25.0
+)
+#: Methods whose orthogonality weight may be ``auto``: the plugin's and solo-learn's.
+BETA_SLOTS: dict[str, BetaSlot] = {
+    "mabt": BARLOW_SLOT,
+    "barlow_twins": BARLOW_SLOT,
+    "mavicreg": VICREG_SLOT,
+    "vicreg": VICREG_SLOT,
+}
+
+
+def select(cfg: DictConfig, key: str, default: Any = None) -> Any:
+    return OmegaConf.select(cfg, key, default=default)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def count_views(cfg: DictConfig) -> int:
+    """m: views per image, summed over the augmentation pipelines' ``num_crops``."""
+    return sum(int(pipeline.num_crops) for pipeline in cfg.augmentations)
+
+
+def resolve_beta(cfg: DictConfig) -> Optional[float]:
+    """Replaces ``method_kwargs.<weight>: auto`` by the beta rule's number, in place.
+
+    ``method_kwargs.beta_c`` (c) and ``method_kwargs.beta_multiview_factor`` are filled
+    in with their defaults so that args.json and wandb show how the number was made.
+    Returns the resolved weight, or None when the method has no slot or the weight is
+    an explicit number (which is only checked).
+    """
+    slot = BETA_SLOTS.get(select(cfg, "method"))
+    if slot is None:
+        return None
+    kwargs = cfg.method_kwargs
+    value = select(cfg, f"method_kwargs.{slot.key}", AUTO)
+    if value != AUTO:
+        if not _is_number(value) or value < 0:
+            raise ConfigError(
+                f"method_kwargs.{slot.key}={value!r}: the orthogonality weight must be a number >= 0 "
+                f"or '{AUTO}' (beta = c / proj_output_dim)"
+            )
+        return None
+    dim = select(cfg, "method_kwargs.proj_output_dim")
+    kwargs.beta_c = select(cfg, "method_kwargs.beta_c", slot.default_c)
+    kwargs.beta_multiview_factor = select(cfg, "method_kwargs.beta_multiview_factor", beta_rule.MULTIVIEW_FACTOR)
+    try:
+        beta = beta_rule.beta_for_projector(
+            dim, c=kwargs.beta_c, num_views=count_views(cfg), multiview_factor=kwargs.beta_multiview_factor
+        )
+    except ValueError as err:
+        raise ConfigError(f"cannot resolve method_kwargs.{slot.key}=auto: {err} (method_kwargs)") from err
+    weight = beta
+    if slot.relative_to is not None:
+        kwargs[slot.relative_to] = select(cfg, f"method_kwargs.{slot.relative_to}", slot.relative_default)
+        weight = beta * kwargs[slot.relative_to]
+    kwargs[slot.key] = float(weight)
+    return float(weight)
+
+
+def _check_augmentations(cfg: DictConfig, multiview: bool) -> None:
+    pipelines = select(cfg, "augmentations")
+    if pipelines is None or len(pipelines) == 0:
+        raise ConfigError("augmentations: missing; add at least one pipeline with crop_size and num_crops")
+    for i, pipeline in enumerate(pipelines):
+        for key in ("num_crops", "crop_size"):
+            value = select(pipeline, key)
+            if not _is_int(value) or value < 1:
+                raise ConfigError(f"augmentations[{i}].{key}={value!r}: must be an integer >= 1")
+    m = count_views(cfg)
+    if multiview and m < 2:
+        raise ConfigError(
+            f"method={cfg.method} needs at least 2 views per image, the augmentations give {m}: "
+            "raise augmentations[0].num_crops (the recipes' data.num_views)"
+        )
+    if multiview and int(pipelines[0].num_crops) < 2:
+        raise ConfigError(
+            "augmentations[0].num_crops must be >= 2: the first pipeline holds the large views "
+            "that the online classifier and kNN use"
+        )
+
+
+def _check_method_kwargs(cfg: DictConfig, multiview: bool) -> None:
+    for key in ("proj_output_dim", "proj_hidden_dim"):
+        value = select(cfg, f"method_kwargs.{key}")
+        if value is None and multiview:
+            raise ConfigError(f"method_kwargs.{key} is missing: set it, e.g. method_kwargs.{key}=256")
+        if value is not None and (not _is_int(value) or value < 1):
+            raise ConfigError(f"method_kwargs.{key}={value!r}: must be an integer >= 1")
+
+
+def torchvision_archive_present(dataset: str, path: str) -> bool:
+    """True when ``path`` holds the files torchvision's CIFAR/STL-10 classes read."""
+    folder = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python", "stl10": "stl10_binary"}[dataset]
+    return os.path.isdir(os.path.join(path, folder))
+
+
+def _check_data_path(cfg: DictConfig, key: str) -> None:
+    from mvssl_plugin.data.folders import is_image_folder_tree  # no torchvision import at config time
+
+    path = select(cfg, key)
+    dataset = cfg.data.dataset
+    if dataset in ("cifar10", "cifar100", "stl10") and cfg.data.format == "image_folder":
+        if path is not None and (is_image_folder_tree(path) or torchvision_archive_present(dataset, path)):
+            return
+        if select(cfg, "data.download", False):
+            return
+        raise ConfigError(
+            f"{key}={path!r} holds neither an ImageFolder tree (one sub-folder of images per class) "
+            f"nor torchvision's {dataset} files: point it at an ImageFolder tree, e.g. "
+            f"../shared/data/cifar10/train, or set data.download=true to fetch {dataset} there"
+        )
+    if path is None or not os.path.exists(str(path)):
+        raise ConfigError(f"{key}={path!r} does not exist: point it at your {dataset} data")
+    if cfg.data.format == "image_folder" and not select(cfg, "data.no_labels", False):
+        if not is_image_folder_tree(path):
+            raise ConfigError(
+                f"{key}={path!r} is not an ImageFolder tree (one sub-folder of images per class)"
+            )
+
+
+def _check_data(cfg: DictConfig) -> None:
+    dataset = select(cfg, "data.dataset")
+    if dataset not in SUPPORTED_DATASETS:
+        raise ConfigError(f"data.dataset={dataset!r}: choose one of {SUPPORTED_DATASETS}")
+    cfg.data.format = select(cfg, "data.format", "image_folder")
+    if cfg.data.format == "dali":
+        raise ConfigError(
+            "data.format=dali: this version of mvssl-plugin has no DALI pipeline yet; use data.format=image_folder"
+        )
+    if cfg.data.format not in SUPPORTED_FORMATS:
+        raise ConfigError(f"data.format={cfg.data.format!r}: choose one of {SUPPORTED_FORMATS}")
+    fraction = select(cfg, "data.fraction", -1)
+    if not _is_number(fraction) or not (fraction == -1 or 0 < fraction < 1):
+        raise ConfigError(f"data.fraction={fraction!r}: use -1 for all images or a number in (0, 1)")
+    _check_data_path(cfg, "data.train_path")
+    if select(cfg, "data.val_path") is not None:
+        _check_data_path(cfg, "data.val_path")
+
+
+def _check_optimizer(cfg: DictConfig) -> None:
+    batch_size = select(cfg, "optimizer.batch_size")
+    if not _is_int(batch_size) or batch_size < 2:
+        raise ConfigError(f"optimizer.batch_size={batch_size!r}: must be an integer >= 2 (batch statistics)")
+    max_epochs = select(cfg, "max_epochs")
+    if not _is_int(max_epochs) or max_epochs < 1:
+        raise ConfigError(f"max_epochs={max_epochs!r}: must be an integer >= 1")
+
+
+def apply_backbone_defaults(cfg: DictConfig, plugin_backbones: tuple[str, ...]) -> None:
+    """Gives the plugin's backbones solo-learn's small-image stem on CIFAR unless set."""
+    name = select(cfg, "backbone.name")
+    if name in plugin_backbones:
+        cfg.backbone.kwargs = select(cfg, "backbone.kwargs", {}) or {}
+        if select(cfg, "backbone.kwargs.small_input") is None:
+            cfg.backbone.kwargs.small_input = cfg.data.dataset in SMALL_IMAGE_DATASETS
+
+
+def check_pretrain_cfg(cfg: DictConfig, methods: dict, multiview_methods: tuple[str, ...], backbones: dict) -> None:
+    """Validates a pretraining config in place; fills the plugin's defaults; resolves beta."""
+    method = select(cfg, "method")
+    if method not in methods:
+        raise ConfigError(f"method={method!r} is not registered: choose one of {sorted(methods)}")
+    backbone = select(cfg, "backbone.name")
+    if backbone not in backbones:
+        raise ConfigError(f"backbone.name={backbone!r} is unknown: choose one of {sorted(backbones)}")
+    multiview = method in multiview_methods
+    _check_data(cfg)
+    _check_augmentations(cfg, multiview)
+    _check_method_kwargs(cfg, multiview)
+    _check_optimizer(cfg)
+    resolve_beta(cfg)
+
+
+def newest_checkpoint(run_dir: str) -> Optional[str]:
+    """The most recently written ``*.ckpt`` in a run folder (its names hold ``=``, which
+    Hydra overrides would need quoted, so a run folder is accepted instead)."""
+    ckpts = [os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".ckpt")]
+    return max(ckpts, key=os.path.getmtime) if ckpts else None
+
+
+def check_linear_cfg(cfg: DictConfig, backbones: dict) -> None:
+    """Validates a linear-evaluation config in place."""
+    backbone = select(cfg, "backbone.name")
+    if backbone not in backbones:
+        raise ConfigError(f"backbone.name={backbone!r} is unknown: choose one of {sorted(backbones)}")
+    ckpt = select(cfg, "pretrained_feature_extractor")
+    if ckpt is not None and os.path.isdir(str(ckpt)):
+        ckpt = newest_checkpoint(str(ckpt))
+        cfg.pretrained_feature_extractor = ckpt
+    if ckpt is None or not os.path.isfile(str(ckpt)):
+        raise ConfigError(
+            f"pretrained_feature_extractor={ckpt!r} is not a file: point it at a pretraining checkpoint "
+            "(trained_models/<method>/<run>/*.ckpt) or its run folder"
+        )
+    _check_data(cfg)
+    if select(cfg, "data.val_path") is None:
+        raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")
+    _check_optimizer(cfg)
+
+
+def device_count(devices: Any, accelerator: str) -> int:
+    if _is_int(devices):
+        return int(devices)
+    if isinstance(devices, str):
+        if devices == "auto":
+            import torch
+
+            return max(1, torch.cuda.device_count()) if accelerator == "gpu" else 1
+        return len([d for d in devices.split(",") if d.strip()])
+    return len(devices)
+
+
+def adapt_to_hardware(cfg: DictConfig) -> list[str]:
+    """Makes ``accelerator``/``devices``/``precision`` work on the machine at hand.
+
+    solo-learn reads ``len(cfg.devices)`` while Lightning's CPU accelerator wants an
+    integer: devices are kept as a list in the config (solo-learn's layout, also in
+    args.json) and :func:`trainer_devices` hands Lightning what it accepts.
+    ``accelerator: auto`` (the recipes' default) becomes ``gpu`` or ``cpu``; on a CPU,
+    half-precision mixed training becomes 32-bit and a one-device ``ddp`` plain.
+    Returns the notices to print.
+    """
+    import torch
+
+    notices = []
+    accelerator = str(select(cfg, "accelerator", "auto"))
+    has_cuda = torch.cuda.is_available()
+    if accelerator == "auto":
+        accelerator = "gpu" if has_cuda else "cpu"
+    if accelerator == "cuda":
+        accelerator = "gpu"
+    if accelerator == "gpu" and not has_cuda:
+        raise ConfigError("accelerator=gpu but no CUDA device is visible: use accelerator=cpu (or auto)")
+    if accelerator not in ("gpu", "cpu"):
+        raise ConfigError(f"accelerator={accelerator!r}: use auto, gpu or cpu")
+    cfg.accelerator = accelerator
+    devices = select(cfg, "devices", 1)
+    try:
+        n = device_count(devices, accelerator)
+    except TypeError:
+        n = 0
+    if n < 1:
+        raise ConfigError(f"devices={devices!r}: give a number of devices >= 1 or a list of device ids")
+    if _is_int(devices) or isinstance(devices, str):
+        cfg.devices = list(range(n))
+    if accelerator == "cpu":
+        precision = str(select(cfg, "precision", "32"))
+        if precision in ("16", "16-mixed"):
+            cfg.precision = "32"
+            notices.append(f"precision={precision} is not supported on a CPU; using precision=32")
+        if select(cfg, "strategy") == "ddp" and n == 1:
+            cfg.strategy = "auto"
+            notices.append("strategy=ddp with one CPU process; using strategy=auto")
+    if select(cfg, "strategy") is None:
+        cfg.strategy = "auto"
+    return notices
+
+
+def trainer_devices(cfg: DictConfig) -> Any:
+    """What Lightning's Trainer takes for ``devices`` given solo-learn's list layout."""
+    return len(cfg.devices) if cfg.accelerator == "cpu" else list(cfg.devices)

@@ -1,0 +1,7 @@
+"""solo-learn adapters: one class per method, registered by ``mvssl_plugin.register()``."""
+
+from mvssl_plugin.methods.base import MultiViewMethod
+from mvssl_plugin.methods.mabt import MultiAugBarlowTwins
+from mvssl_plugin.methods.mavicreg import MultiAugVICReg
+
+__all__ = ["MultiAugBarlowTwins", "MultiAugVICReg", "MultiViewMethod"]

@@ -1,0 +1,143 @@
+"""What the multi-view methods share on top of solo-learn's ``BaseMethod``.
+
+solo-learn already forwards any number of crops (large ones through the online
+classifier, small ones through ``multicrop_forward``); this class adds the projector,
+the optional one-call forward of all views, the finite-loss guard and the logging, and
+leaves each subclass one thing to define: its loss over the m projected views.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Dict, Iterator, List, Sequence
+
+import omegaconf
+import torch
+import torch.nn as nn
+from solo.methods.base import BaseMethod
+from solo.utils.misc import omegaconf_select
+
+from mvssl_plugin.config import resolve_beta
+from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.losses import REDUNDANCY_MODES
+
+
+def build_projector(features_dim: int, hidden_dim: int, output_dim: int) -> nn.Sequential:
+    """solo-learn's Barlow Twins / VICReg projector (3 linear layers), so that the
+    built-in methods and the plugin's differ only in their loss."""
+    return nn.Sequential(
+        nn.Linear(features_dim, hidden_dim),
+        nn.BatchNorm1d(hidden_dim),
+        nn.ReLU(),
+        nn.Linear(hidden_dim, hidden_dim),
+        nn.BatchNorm1d(hidden_dim),
+        nn.ReLU(),
+        nn.Linear(hidden_dim, output_dim),
+    )
+
+
+class MultiViewMethod(BaseMethod):
+    """Base of the m-view methods; subclasses implement :meth:`multiview_loss`.
+
+    Extra cfg settings:
+        method_kwargs:
+            proj_hidden_dim (int): hidden width of the projector.
+            proj_output_dim (int): projector output dimension d.
+            redundancy (str): ``per_view`` (exact loss) or ``mean`` (one redundancy
+                matrix on the mean embedding, the authors' cheaper variant).
+            fused_forward (bool): forward all views of one resolution in one backbone
+                call (faster; BatchNorm then sees m x batch images, so m = 2 is no longer
+                bit-identical to the two-view method). Defaults to False.
+    """
+
+    #: metric name, shared with the matching solo-learn method so curves overlay in wandb
+    loss_metric: str = "train_multiview_loss"
+
+    def __init__(self, cfg: omegaconf.DictConfig):
+        super().__init__(cfg)
+        kwargs = cfg.method_kwargs
+        self.redundancy: str = kwargs.redundancy
+        self.fused_forward: bool = kwargs.fused_forward
+        self.projector = build_projector(self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim)
+
+    @staticmethod
+    def add_and_assert_specific_cfg(cfg: omegaconf.DictConfig) -> omegaconf.DictConfig:
+        cfg = super(MultiViewMethod, MultiViewMethod).add_and_assert_specific_cfg(cfg)
+        for key in ("proj_hidden_dim", "proj_output_dim"):
+            value = omegaconf_select(cfg, f"method_kwargs.{key}", None)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"method_kwargs.{key}={value!r}: must be an integer >= 1")
+        num_views = cfg.data.num_large_crops + cfg.data.num_small_crops
+        if num_views < 2 or cfg.data.num_large_crops < 1:
+            raise ConfigError(
+                f"method={cfg.method} needs >= 2 views per image (got {num_views}): "
+                "raise augmentations[0].num_crops"
+            )
+        cfg.method_kwargs.redundancy = omegaconf_select(cfg, "method_kwargs.redundancy", "per_view")
+        if cfg.method_kwargs.redundancy not in REDUNDANCY_MODES:
+            raise ConfigError(
+                f"method_kwargs.redundancy={cfg.method_kwargs.redundancy!r}: choose one of {REDUNDANCY_MODES}"
+            )
+        cfg.method_kwargs.fused_forward = omegaconf_select(cfg, "method_kwargs.fused_forward", False)
+        if not isinstance(cfg.method_kwargs.fused_forward, bool):
+            raise ConfigError(f"method_kwargs.fused_forward={cfg.method_kwargs.fused_forward!r}: use true or false")
+        resolve_beta(cfg)
+        return cfg
+
+    @property
+    def learnable_params(self) -> List[dict]:
+        return super().learnable_params + [{"name": "projector", "params": self.projector.parameters()}]
+
+    def forward(self, X: torch.Tensor) -> Dict[str, Any]:
+        out = super().forward(X)
+        out["z"] = self.projector(out["feats"])
+        return out
+
+    def multicrop_forward(self, X: torch.Tensor) -> Dict[str, Any]:
+        out = super().multicrop_forward(X)
+        out["z"] = self.projector(out["feats"])
+        return out
+
+    def multiview_loss(self, z: Sequence[torch.Tensor]) -> torch.Tensor:
+        """Self-supervised loss over the m projected views, each ``(N, proj_output_dim)``."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _one_crop_per_resolution(self) -> Iterator[None]:
+        """Lets solo-learn's step treat each resolution's views as one concatenated crop."""
+        saved = self.num_large_crops, self.num_small_crops, self.num_crops
+        self.num_large_crops = 1
+        self.num_small_crops = int(saved[1] > 0)
+        self.num_crops = self.num_large_crops + self.num_small_crops
+        try:
+            yield
+        finally:
+            self.num_large_crops, self.num_small_crops, self.num_crops = saved
+
+    def _fused_step(self, batch: Sequence[Any], batch_idx: int) -> List[torch.Tensor]:
+        indexes, views, targets = batch
+        large, small = views[: self.num_large_crops], views[self.num_large_crops :]
+        fused = [torch.cat(large)] + ([torch.cat(small)] if small else [])
+        with self._one_crop_per_resolution():
+            out = BaseMethod.training_step(self, [indexes, fused, targets.repeat(len(large))], batch_idx)
+        z = list(out["z"][0].chunk(len(large)))
+        if small:
+            z += list(out["z"][1].chunk(len(small)))
+        return out, z
+
+    def training_step(self, batch: Sequence[Any], batch_idx: int) -> torch.Tensor:
+        """solo-learn's shared step (online classifier, kNN, metrics) plus the m-view loss."""
+        if self.fused_forward:
+            out, z = self._fused_step(batch, batch_idx)
+        else:
+            out = super().training_step(batch, batch_idx)
+            z = out["z"]
+        ssl_loss = self.multiview_loss(z)
+        if not torch.isfinite(ssl_loss):
+            raise FloatingPointError(
+                f"{self.loss_metric} is {ssl_loss.item()} at epoch {self.current_epoch}, step {self.global_step}: "
+                "training stopped before the weights were updated, and checkpoints already written are kept. "
+                "Lower optimizer.lr, check the data normalization, or train with precision=32."
+            )
+        self.log(self.loss_metric, ssl_loss, on_epoch=True, sync_dist=True)
+        return ssl_loss + out["loss"]
