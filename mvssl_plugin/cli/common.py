@@ -15,6 +15,8 @@ from omegaconf import DictConfig, OmegaConf
 from mvssl_plugin.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Config groups shared by the recipes under scripts/<kind>/, not recipes themselves.
+GROUP_DIRS = ("base", "augmentations", "wandb")
 
 
 def recipe_roots(kind: str) -> List[Path]:
@@ -23,17 +25,24 @@ def recipe_roots(kind: str) -> List[Path]:
     return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
 
 
+def list_recipes(kind: str) -> List[str]:
+    """Names of the recipes under scripts/<kind>/<dataset>/."""
+    return sorted(
+        {p.name for root in recipe_roots(kind) for p in root.glob("*/*.yaml") if p.parent.name not in GROUP_DIRS}
+    )
+
+
 def find_recipe_dir(config_name: str, kind: str) -> Path:
     """The folder under scripts/<kind>/ holding ``config_name`` (``.yaml`` optional)."""
     name = config_name if config_name.endswith((".yaml", ".yml")) else f"{config_name}.yaml"
     for root in recipe_roots(kind):
         hits = sorted(root.rglob(name))
-        hits = [hit for hit in hits if "augmentations" not in hit.parts and "wandb" not in hit.parts]
+        hits = [hit for hit in hits if hit.parent.name not in GROUP_DIRS]
         if len(hits) > 1:
             raise ConfigError(f"--config-name {config_name} is ambiguous: {[str(h) for h in hits]}; pass --config-path")
         if hits:
             return hits[0].parent
-    available = sorted(p.name for root in recipe_roots(kind) for p in root.rglob("*.yaml") if p.parent.parent == root)
+    available = sorted(list_recipes(kind))
     raise ConfigError(f"no recipe named {config_name!r} under scripts/{kind}/; available: {available}")
 
 
@@ -128,21 +137,33 @@ def compose_recipe(config_name: str, kind: str, overrides: Optional[List[str]] =
 
 
 class EpochSummary(Callback):
-    """Prints each epoch's logged metrics, which Lightning shows nowhere without a logger."""
+    """Prints each epoch's metrics, which Lightning shows nowhere without a logger.
 
-    def on_validation_epoch_end(self, trainer, pl_module) -> None:
+    Hooks are chosen to run after Lightning has reduced the epoch's values: validation
+    at ``on_validation_end``, training at the next epoch's start and at the end of fit.
+    """
+
+    def on_validation_end(self, trainer, pl_module) -> None:
         if not trainer.sanity_checking:
-            self._print(trainer, "val")
+            self._print(trainer, "val", trainer.current_epoch)
 
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        self._print(trainer, "train")
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        if trainer.current_epoch > 0:
+            self._print(trainer, "train", trainer.current_epoch - 1)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self._print(trainer, "train", trainer.current_epoch - 1)
 
     @staticmethod
-    def _print(trainer, prefix: str) -> None:
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(prefix) and v.numel() == 1}
+    def _print(trainer, prefix: str, epoch: int) -> None:
+        metrics = {
+            k.removesuffix("_epoch"): float(v)
+            for k, v in trainer.callback_metrics.items()
+            if k.startswith(prefix) and not k.endswith("_step") and v.numel() == 1
+        }
         if metrics and trainer.is_global_zero:
             text = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
-            print(f"mvssl: epoch {trainer.current_epoch} {text}", flush=True)
+            print(f"mvssl: epoch {epoch} {text}", flush=True)
 
 
 def build_trainer(cfg: DictConfig, model, run_kind: str, wandb_run_id: Optional[str]):

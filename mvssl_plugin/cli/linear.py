@@ -2,8 +2,9 @@
 of the plugin (or of solo-learn), with the plugin's backbones, ImageFolder data and the CPU.
 
 The backbone is built as solo-learn builds it, loaded from the checkpoint's
-``backbone.*`` weights (every weight must be there: a silent partial load would evaluate
-a random network), and trained under solo-learn's ``LinearModel``.
+``backbone.*`` weights (all of them: solo-learn's own script loads with ``strict=False``,
+so a mismatched backbone would silently evaluate a random network), and trained under
+solo-learn's ``LinearModel``.
 """
 
 from __future__ import annotations
@@ -30,15 +31,19 @@ def build_backbone(cfg: DictConfig) -> nn.Module:
 
 
 def load_backbone_weights(backbone: nn.Module, ckpt_path: str) -> None:
-    """Loads ``backbone.*`` from a solo-learn checkpoint; every backbone weight must match."""
+    """Loads ``backbone.*`` from a solo-learn checkpoint; every tensor must match by name and shape."""
     state = torch.load(ckpt_path, map_location="cpu", weights_only=False)["state_dict"]
     weights = {k[len("backbone.") :]: v for k, v in state.items() if k.startswith("backbone.")}
-    missing, _ = backbone.load_state_dict(weights, strict=False)
-    if not weights or missing:
+    own = backbone.state_dict()
+    wrong = [k for k in own if k not in weights or weights[k].shape != own[k].shape]
+    wrong += [k for k in weights if k not in own]
+    if not weights or wrong:
         raise ConfigError(
-            f"pretrained_feature_extractor={ckpt_path!r} lacks {len(missing) or 'all'} backbone weights "
-            f"(e.g. {missing[:3]}): set backbone.name/backbone.kwargs and data.dataset as in pretraining"
+            f"pretrained_feature_extractor={ckpt_path!r} does not hold this backbone's weights "
+            f"({len(wrong) or 'all'} missing or of another shape, e.g. {wrong[:3]}): set backbone.name, "
+            "backbone.kwargs and data.dataset as in pretraining"
         )
+    backbone.load_state_dict(weights)
 
 
 def linear(cfg: DictConfig):

@@ -1,0 +1,78 @@
+"""Bad input: a clear error naming the key, before training starts and before any output."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import run_entry, tiny_overrides
+
+from mvssl_plugin.cli.common import compose_recipe
+from mvssl_plugin.cli.pretrain import pretrain
+from mvssl_plugin.errors import ConfigError
+
+CASES = [
+    ("mabt_cifar.yaml", {"data.num_views": 1}, "needs at least 2 views"),
+    ("mabt_cifar_multicrop.yaml", {"data.num_views": 1}, r"augmentations\[0\].num_crops must be >= 2"),
+    ("mavicreg_cifar.yaml", {"data.num_views": 0}, r"augmentations\[0\].num_crops=0"),
+    ("mabt_cifar.yaml", {"method_kwargs.proj_output_dim": 0}, "method_kwargs.proj_output_dim=0"),
+    ("mabt_cifar.yaml", {"method_kwargs.lamb": -0.5}, "method_kwargs.lamb=-0.5"),
+    ("mavicreg_cifar.yaml", {"method_kwargs.cov_loss_weight": -1}, "method_kwargs.cov_loss_weight=-1"),
+    ("mabt_cifar.yaml", {"method": "mabtt"}, "method='mabtt' is not registered"),
+    ("mabt_cifar.yaml", {"backbone.name": "resnet9"}, "backbone.name='resnet9'"),
+    ("mabt_cifar.yaml", {"data.train_path": "/no/such/folder"}, "data.train_path='/no/such/folder'.*ImageFolder"),
+    ("mabt_cifar.yaml", {"data.val_path": "/no/such/folder"}, "data.val_path='/no/such/folder'"),
+    ("mabt_cifar.yaml", {"data.fraction": 1.5}, "data.fraction=1.5"),
+    ("mabt_cifar.yaml", {"data.format": "dali"}, "data.format=dali"),
+    ("mabt_cifar.yaml", {"optimizer.batch_size": 1}, "optimizer.batch_size=1"),
+    ("mabt_cifar.yaml", {"optimizer.batch_size": 64}, "fewer than optimizer.batch_size=64"),
+    ("mabt_cifar.yaml", {"method_kwargs.redundancy": "pairs"}, "method_kwargs.redundancy='pairs'"),
+    ("mabt_cifar.yaml", {"method_kwargs.fused_forward": "yes"}, "method_kwargs.fused_forward='yes'"),
+]
+
+
+@pytest.mark.parametrize("recipe,override,message", CASES, ids=[f"{k}" for _, o, _ in CASES for k in o])
+def test_bad_config_is_named_before_any_output(recipe, override, message, tiny_cifar, tmp_path):
+    cfg = compose_recipe(recipe, "pretrain", tiny_overrides(tiny_cifar, tmp_path / "runs", **override))
+    with pytest.raises(ConfigError, match=message):
+        pretrain(cfg)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_gpu_requested_without_one(tiny_cifar, tmp_path):
+    cfg = compose_recipe("mabt_cifar.yaml", "pretrain", tiny_overrides(tiny_cifar, tmp_path, accelerator="gpu"))
+    with pytest.raises(ConfigError, match="accelerator=gpu but no CUDA device"):
+        pretrain(cfg)
+
+
+def test_cli_prints_one_line_and_keeps_earlier_runs(tiny_cifar, tmp_path):
+    """A bad second run exits 2 with the key and fix, no traceback, and the first run's
+    checkpoint is left exactly as it was."""
+    ok = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *tiny_overrides(tiny_cifar, tmp_path)], tmp_path)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    (ckpt,) = (tmp_path / "mabt").glob("*/*.ckpt")
+    before = ckpt.read_bytes()
+    bad = run_entry(
+        "main_pretrain.py",
+        ["--config-name", "mabt_cifar.yaml", *tiny_overrides(tiny_cifar, tmp_path, **{"data.num_views": 1})],
+        tmp_path,
+    )
+    assert bad.returncode == 2
+    assert "mvssl config error: method=mabt needs at least 2 views" in bad.stderr
+    assert "Traceback" not in bad.stderr + bad.stdout
+    assert list((tmp_path / "mabt").glob("*/*.ckpt")) == [ckpt] and ckpt.read_bytes() == before
+
+
+def test_unknown_recipe_lists_the_available_ones(tmp_path):
+    result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar10.yaml"], tmp_path)
+    assert result.returncode == 2
+    assert "no recipe named 'mabt_cifar10.yaml'" in result.stderr and "mabt_cifar.yaml" in result.stderr
+
+
+def test_linear_without_a_checkpoint(tiny_cifar, tmp_path):
+    from mvssl_plugin.cli.linear import linear
+
+    data = [o for o in tiny_overrides(tiny_cifar, tmp_path) if o.startswith("data.")]
+    cfg = compose_recipe("linear_cifar.yaml", "linear", ["pretrained_feature_extractor=/no/run.ckpt", *data])
+    with pytest.raises(ConfigError, match="pretrained_feature_extractor='/no/run.ckpt' is not a file"):
+        linear(cfg)

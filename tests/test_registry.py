@@ -1,0 +1,43 @@
+"""register(): the plugin's names in solo-learn's own tables, once, without clobbering."""
+
+from __future__ import annotations
+
+import pytest
+import solo.methods
+import torch
+from solo.methods.base import BaseMethod
+
+import mvssl_plugin
+from mvssl_plugin.backbones import NarrowResNet18
+from mvssl_plugin.cli.common import compose_recipe
+from mvssl_plugin.config import apply_backbone_defaults
+from mvssl_plugin.methods import MultiAugBarlowTwins, MultiAugVICReg
+from mvssl_plugin.registry import BACKBONE_NAMES, METHOD_NAMES, register
+
+
+def test_register_adds_methods_and_backbones_idempotently():
+    before = dict(solo.methods.METHODS)
+    methods = register()
+    assert methods is solo.methods.METHODS
+    assert methods["mabt"] is MultiAugBarlowTwins and methods["mavicreg"] is MultiAugVICReg
+    assert set(METHOD_NAMES) <= set(methods) and set(BACKBONE_NAMES) <= set(BaseMethod._BACKBONES)
+    again = dict(mvssl_plugin.register())
+    assert again == dict(solo.methods.METHODS)
+    assert {k: v for k, v in again.items() if k in before} == before  # solo-learn's own untouched
+
+
+def test_register_refuses_to_replace_someone_elses_method(monkeypatch):
+    register()
+    monkeypatch.setitem(solo.methods.METHODS, "mabt", solo.methods.BarlowTwins)
+    with pytest.raises(RuntimeError, match="already has a different 'mabt'"):
+        register()
+
+
+@pytest.mark.parametrize("recipe,small_input,size", [("mabt_cifar.yaml", True, 32), ("mabt_stl10.yaml", False, 96)])
+def test_narrow_backbone_gets_the_small_image_stem_on_cifar(recipe, small_input, size):
+    cfg = compose_recipe(recipe, "pretrain", ["backbone.name=narrow_resnet18"])
+    apply_backbone_defaults(cfg, BACKBONE_NAMES)
+    assert cfg.backbone.kwargs.small_input is small_input
+    net = NarrowResNet18(width=8, small_input=small_input)
+    assert net(torch.randn(2, 3, size, size)).shape == (2, 64) and net.num_features == 64
+    assert sum(p.numel() for p in NarrowResNet18(width=16).parameters()) == pytest.approx(0.7e6, rel=0.01)
