@@ -1,4 +1,7 @@
-"""Linear evaluation of a checkpoint: python main_linear.py --config-name mabt_cifar_linear.yaml pretrained_feature_extractor=..."""
+"""Linear evaluation with solo-learn plus mvssl-plugin:
+
+python main_linear.py --config-name linear_cifar.yaml pretrained_feature_extractor=trained_models/mabt/<run id>
+"""
 
 from mvssl_plugin.cli.linear import main
 

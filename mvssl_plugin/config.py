@@ -161,9 +161,7 @@ def _check_data_path(cfg: DictConfig, key: str) -> None:
         raise ConfigError(f"{key}={path!r} does not exist: point it at your {dataset} data")
     if cfg.data.format == "image_folder" and not select(cfg, "data.no_labels", False):
         if not is_image_folder_tree(path):
-            raise ConfigError(
-                f"{key}={path!r} is not an ImageFolder tree (one sub-folder of images per class)"
-            )
+            raise ConfigError(f"{key}={path!r} is not an ImageFolder tree (one sub-folder of images per class)")
 
 
 def _check_data(cfg: DictConfig) -> None:

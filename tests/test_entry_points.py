@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -102,8 +104,16 @@ def test_mavicreg_multicrop_fraction_and_wandb_offline(tiny_cifar, tmp_path, mon
     assert args["method_kwargs"]["cov_loss_weight"] == pytest.approx(25 * 2048 / 25 / 16 * 0.5)
 
 
-def test_config_name_resolves_without_config_path(tmp_path):
-    result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", "--cfg", "job", "--resolve"], cwd=tmp_path)
+@pytest.mark.parametrize("command", ["main_pretrain.py", "mvssl-pretrain"])
+def test_config_name_resolves_without_config_path(command, tmp_path):
+    """From any folder, through the script or the installed console command."""
+    args = ["--config-name", "mabt_cifar.yaml", "--cfg", "job", "--resolve"]
+    if command.endswith(".py"):
+        result = run_entry(command, args, cwd=tmp_path)
+    else:
+        executable = shutil.which(command)
+        assert executable, f"{command} is not installed: pip install -e ."
+        result = subprocess.run([executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "method: mabt" in result.stdout and "num_crops: 4" in result.stdout
 

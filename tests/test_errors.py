@@ -48,7 +48,9 @@ def test_gpu_requested_without_one(tiny_cifar, tmp_path):
 def test_cli_prints_one_line_and_keeps_earlier_runs(tiny_cifar, tmp_path):
     """A bad second run exits 2 with the key and fix, no traceback, and the first run's
     checkpoint is left exactly as it was."""
-    ok = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *tiny_overrides(tiny_cifar, tmp_path)], tmp_path)
+    ok = run_entry(
+        "main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *tiny_overrides(tiny_cifar, tmp_path)], tmp_path
+    )
     assert ok.returncode == 0, ok.stderr[-2000:]
     (ckpt,) = (tmp_path / "mabt").glob("*/*.ckpt")
     before = ckpt.read_bytes()

@@ -54,7 +54,9 @@ def test_two_views_match_solo_learns_method(recipe, builtin, extra, tiny_cifar, 
         assert error <= 1e-4 * expected.abs().max() + 1e-6, f"{name}: {error} vs {expected.abs().max()}"
 
 
-@pytest.mark.parametrize("recipe,cls", [("mabt_cifar.yaml", MultiAugBarlowTwins), ("mavicreg_cifar.yaml", MultiAugVICReg)])
+@pytest.mark.parametrize(
+    "recipe,cls", [("mabt_cifar.yaml", MultiAugBarlowTwins), ("mavicreg_cifar.yaml", MultiAugVICReg)]
+)
 @pytest.mark.parametrize("m", [2, 4, 8])
 def test_m_views_train(recipe, cls, m, tiny_cifar, tmp_path):
     cfg, model = build(recipe, tiny_cifar, tmp_path, f"data.num_views={m}")

@@ -44,9 +44,7 @@ class NarrowResNet18(nn.Module):
                     nn.Conv2d(in_planes, planes, kernel_size=1, stride=stride, bias=False),
                     nn.BatchNorm2d(planes),
                 )
-            stages.append(
-                nn.Sequential(BasicBlock(in_planes, planes, stride, downsample), BasicBlock(planes, planes))
-            )
+            stages.append(nn.Sequential(BasicBlock(in_planes, planes, stride, downsample), BasicBlock(planes, planes)))
             in_planes = planes
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
         self.avgpool = nn.AdaptiveAvgPool2d(1)

@@ -210,3 +210,18 @@ def build_trainer(cfg: DictConfig, model, run_kind: str, wandb_run_id: Optional[
         strategy=DDPStrategy(find_unused_parameters=False) if cfg.strategy == "ddp" else cfg.strategy,
     )
     return Trainer(**kwargs)
+
+
+def fit(cfg: DictConfig, model, train_loader, val_loader, run_kind: str):
+    """What solo-learn's scripts end with: a contiguous (channels-last) model, resume,
+    the Trainer, fit. ``run_kind`` names the folder under ``checkpoint.dir``."""
+    import torch
+    from solo.utils.misc import make_contiguous
+
+    make_contiguous(model)
+    if not cfg.performance.disable_channel_last:
+        model = model.to(memory_format=torch.channels_last)
+    ckpt_path, wandb_run_id = resume_checkpoint(cfg, run_kind)
+    trainer = build_trainer(cfg, model, run_kind, wandb_run_id)
+    trainer.fit(model, train_loader, val_loader, ckpt_path=ckpt_path)
+    return trainer

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 from omegaconf import DictConfig
 
-from mvssl_plugin.cli.common import build_trainer, prepare_cfg, resume_checkpoint, run_hydra
+from mvssl_plugin.cli.common import fit, prepare_cfg, run_hydra
 from mvssl_plugin.errors import ConfigError
 
 
@@ -52,7 +52,6 @@ def linear(cfg: DictConfig):
     from solo.args.linear import parse_cfg
     from solo.methods.base import BaseMethod
     from solo.methods.linear import LinearModel
-    from solo.utils.misc import make_contiguous
 
     from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, check_linear_cfg
     from mvssl_plugin.data.folders import classification_loaders
@@ -71,15 +70,8 @@ def linear(cfg: DictConfig):
     load_backbone_weights(backbone, cfg.pretrained_feature_extractor)
     print(f"Loaded backbone weights from {cfg.pretrained_feature_extractor}")
     model = LinearModel(backbone, loss_func=nn.CrossEntropyLoss(), mixup_func=None, cfg=cfg)
-    make_contiguous(model)
-    if not cfg.performance.disable_channel_last:
-        model = model.to(memory_format=torch.channels_last)
-
     train_loader, val_loader = classification_loaders(cfg, data_fraction=cfg.data.fraction)
-    ckpt_path, wandb_run_id = resume_checkpoint(cfg, "linear")
-    trainer = build_trainer(cfg, model, "linear", wandb_run_id)
-    trainer.fit(model, train_loader, val_loader, ckpt_path=ckpt_path)
-    return trainer
+    return fit(cfg, model, train_loader, val_loader, "linear")
 
 
 def main() -> None:

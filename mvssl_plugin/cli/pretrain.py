@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from mvssl_plugin.cli.common import build_trainer, prepare_cfg, resume_checkpoint, run_hydra
+from mvssl_plugin.cli.common import fit, prepare_cfg, run_hydra
 
 
 def build_pretrain_model(cfg: DictConfig):
@@ -36,26 +36,14 @@ def build_pretrain_model(cfg: DictConfig):
 
 def pretrain(cfg: DictConfig):
     """Pretrains the method a composed Hydra config names; returns the fitted Trainer."""
-    import torch
-    from solo.utils.misc import make_contiguous
-
     from mvssl_plugin.data.folders import pretrain_loader, pretrain_transform, pretrain_val_loader
 
     cfg, model = build_pretrain_model(cfg)
-    make_contiguous(model)
-    if not cfg.performance.disable_channel_last:
-        model = model.to(memory_format=torch.channels_last)
-
     transform = pretrain_transform(cfg)
     if cfg.debug_augmentations:
         print("Transforms:", transform, sep="\n")
     train_loader = pretrain_loader(cfg, transform)
-    val_loader = pretrain_val_loader(cfg)
-
-    ckpt_path, wandb_run_id = resume_checkpoint(cfg, cfg.method)
-    trainer = build_trainer(cfg, model, cfg.method, wandb_run_id)
-    trainer.fit(model, train_loader, val_loader, ckpt_path=ckpt_path)
-    return trainer
+    return fit(cfg, model, train_loader, pretrain_val_loader(cfg), cfg.method)
 
 
 def main() -> None:

@@ -14,6 +14,8 @@ from typing import Callable, Optional, Tuple
 from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 
+from mvssl_plugin.errors import ConfigError
+
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 TORCHVISION_DATASETS = ("cifar10", "cifar100", "stl10")
 
@@ -43,10 +45,7 @@ def pretrain_transform(cfg: DictConfig) -> Callable:
     from solo.data.pretrain_dataloader import FullTransformPipeline, NCropAugmentation, build_transform_pipeline
 
     return FullTransformPipeline(
-        [
-            NCropAugmentation(build_transform_pipeline(cfg.data.dataset, aug), aug.num_crops)
-            for aug in cfg.augmentations
-        ]
+        [NCropAugmentation(build_transform_pipeline(cfg.data.dataset, aug), aug.num_crops) for aug in cfg.augmentations]
     )
 
 
@@ -68,8 +67,6 @@ def pretrain_loader(cfg: DictConfig, transform: Callable) -> DataLoader:
         data_fraction=cfg.data.fraction,
     )
     if len(dataset) < cfg.optimizer.batch_size:
-        from mvssl_plugin.errors import ConfigError
-
         raise ConfigError(
             f"data.train_path has {len(dataset)} images (after data.fraction), fewer than "
             f"optimizer.batch_size={cfg.optimizer.batch_size}: lower the batch size"
@@ -77,9 +74,7 @@ def pretrain_loader(cfg: DictConfig, transform: Callable) -> DataLoader:
     return prepare_dataloader(dataset, batch_size=cfg.optimizer.batch_size, num_workers=cfg.data.num_workers)
 
 
-def classification_loaders(
-    cfg: DictConfig, data_fraction: float = -1.0
-) -> Tuple[DataLoader, DataLoader]:
+def classification_loaders(cfg: DictConfig, data_fraction: float = -1.0) -> Tuple[DataLoader, DataLoader]:
     """solo-learn's labelled train/val loaders (its per-dataset transforms), ImageFolder aware."""
     from solo.data.classification_dataloader import prepare_dataloaders, prepare_datasets, prepare_transforms
 

@@ -9,7 +9,7 @@ leaves each subclass one thing to define: its loss over the m projected views.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, Iterator, List, Sequence
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 import omegaconf
 import torch
@@ -70,8 +70,7 @@ class MultiViewMethod(BaseMethod):
         num_views = cfg.data.num_large_crops + cfg.data.num_small_crops
         if num_views < 2 or cfg.data.num_large_crops < 1:
             raise ConfigError(
-                f"method={cfg.method} needs >= 2 views per image (got {num_views}): "
-                "raise augmentations[0].num_crops"
+                f"method={cfg.method} needs >= 2 views per image (got {num_views}): raise augmentations[0].num_crops"
             )
         cfg.method_kwargs.redundancy = omegaconf_select(cfg, "method_kwargs.redundancy", "per_view")
         if cfg.method_kwargs.redundancy not in REDUNDANCY_MODES:
@@ -114,7 +113,8 @@ class MultiViewMethod(BaseMethod):
         finally:
             self.num_large_crops, self.num_small_crops, self.num_crops = saved
 
-    def _fused_step(self, batch: Sequence[Any], batch_idx: int) -> List[torch.Tensor]:
+    def _fused_step(self, batch: Sequence[Any], batch_idx: int) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
+        """One backbone call per resolution; returns solo-learn's outputs and the m views' z."""
         indexes, views, targets = batch
         large, small = views[: self.num_large_crops], views[self.num_large_crops :]
         fused = [torch.cat(large)] + ([torch.cat(small)] if small else [])

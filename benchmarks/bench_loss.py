@@ -1,0 +1,140 @@
+"""Micro-benchmark: multi-view loss cost in m and d, and the training step per-view vs fused.
+
+    python benchmarks/bench_loss.py [--batch 128] [--repeats 3] [--backbone narrow_resnet18]
+
+Part 1 times forward+backward of the losses for m in {2, 4, 8, 16} at d in {256, 8192},
+next to solo-learn's two-view ``barlow_loss_func``/``vicreg_loss_func`` (ratios are to
+solo-learn's at m = 2 and the same d, measured in the same run). Part 2 times one
+training step (forward + backward, no optimizer) of ``mabt`` at m = 4, per-view and fused,
+against solo-learn's ``barlow_twins`` at m = 2, built from the CIFAR recipes. Medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def median_seconds(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def free_memory_bytes() -> int:
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def bench_losses(batch: int, repeats: int) -> None:
+    from solo.losses.barlow import barlow_loss_func
+    from solo.losses.vicreg import vicreg_loss_func
+
+    from mvssl_plugin.losses import multiview_barlow_loss, multiview_vicreg_loss
+
+    print(f"\n## Loss forward+backward, batch N={batch}, {torch.get_num_threads()} threads (median of {repeats})")
+    print("| loss | d | m | mode | ms | ms / view | x solo-learn m=2 |")
+    print("|---|---|---|---|---|---|---|")
+    pairs = [("barlow", multiview_barlow_loss, barlow_loss_func), ("vicreg", multiview_vicreg_loss, vicreg_loss_func)]
+    for name, ours, solo in pairs:
+        for d in (256, 8192):
+            z2 = [torch.randn(batch, d, requires_grad=True) for _ in range(2)]
+            base = median_seconds(lambda: solo(*z2).backward(), repeats)
+            print(f"| solo-learn {name} | {d} | 2 | - | {base * 1e3:.1f} | {base * 1e3 / 2:.1f} | 1.00 |")
+            for m in (2, 4, 8, 16):
+                for mode in ("per_view", "mean"):
+                    # the per-view loss keeps m D x D matrices (and their gradients) alive
+                    need = (m if mode == "per_view" else 2) * d * d * 4 * 5
+                    if need > 0.6 * free_memory_bytes():
+                        print(f"| {name} | {d} | {m} | {mode} | skipped: needs ~{need / 2**30:.0f} GiB | | |")
+                        continue
+                    z = [torch.randn(batch, d, requires_grad=True) for _ in range(m)]
+                    t = median_seconds(lambda: ours(z, redundancy=mode).backward(), repeats)
+                    print(f"| {name} | {d} | {m} | {mode} | {t * 1e3:.1f} | {t * 1e3 / m:.1f} | {t / base:.2f} |")
+
+
+def bench_steps(batch: int, repeats: int, backbone: str) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from conftest import make_image_folder, tiny_overrides
+
+    from mvssl_plugin.cli.common import compose_recipe
+    from mvssl_plugin.cli.pretrain import build_pretrain_model
+
+    tmp = Path(tempfile.mkdtemp())
+    data = {
+        "train": str(make_image_folder(tmp / "train", per_class=batch)),
+        "test": str(make_image_folder(tmp / "test")),
+    }
+    runs = [
+        ("solo-learn barlow_twins, m=2, d=256", "mabt_cifar.yaml", ["method=barlow_twins", "data.num_views=2"]),
+        ("mabt m=2 per-view, d=256", "mabt_cifar.yaml", ["data.num_views=2"]),
+        ("mabt m=4 per-view, d=256", "mabt_cifar.yaml", []),
+        ("mabt m=4 fused, d=256", "mabt_cifar.yaml", ["method_kwargs.fused_forward=true"]),
+        (
+            "solo-learn barlow_twins, m=2, d=8192 (baseline recipe)",
+            "mabt_cifar_2views_d8192.yaml",
+            ["method=barlow_twins"],
+        ),
+    ]
+    print(f"\n## Training step (forward+backward, no optimizer), backbone {backbone}, batch {batch}")
+    print("| run | s / step | views / s | step x solo-learn m=2 |")
+    print("|---|---|---|---|")
+    base = None
+    for label, recipe, extra in runs:
+        settings = {"backbone.name": backbone, "optimizer.batch_size": batch, "precision": 32, "strategy": "auto"}
+        overrides = [
+            o
+            for o in tiny_overrides(data, tmp / "runs", **settings)
+            if not o.startswith(("+backbone.kwargs.width", "method_kwargs.proj_output_dim"))
+        ]
+        if backbone == "narrow_resnet18":
+            overrides.append("+backbone.kwargs.width=16")
+        _, model = build_pretrain_model(compose_recipe(recipe, "pretrain", overrides + extra))
+        model = model.to(memory_format=torch.channels_last)
+        m = model.num_crops
+        views = [torch.randn(batch, 3, 32, 32) for _ in range(m)]
+        data_batch = [torch.arange(batch), views, torch.randint(0, 10, (batch,))]
+
+        def step():
+            model.zero_grad(set_to_none=True)
+            model.training_step(data_batch, 0).backward()
+
+        t = median_seconds(step, repeats)
+        base = base or t
+        print(f"| {label} | {t:.3f} | {m * batch / t:.0f} | {t / base:.2f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--backbone", default="narrow_resnet18", help="narrow_resnet18 (CPU) or resnet18")
+    parser.add_argument("--skip-losses", action="store_true")
+    parser.add_argument("--skip-steps", action="store_true")
+    args = parser.parse_args()
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    print(f"torch {torch.__version__}, device cpu, {torch.get_num_threads()} threads")
+    if not args.skip_losses:
+        bench_losses(args.batch, args.repeats)
+    if not args.skip_steps:
+        bench_steps(args.batch, args.repeats, args.backbone)
+
+
+if __name__ == "__main__":
+    main()
