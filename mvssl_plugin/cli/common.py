@@ -163,7 +163,9 @@ class EpochSummary(Callback):
         }
         if metrics and trainer.is_global_zero:
             text = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
-            print(f"mvssl: epoch {epoch} {text}", flush=True)
+            line = f"mvssl: epoch {epoch} {text}"
+            bar = trainer.progress_bar_callback
+            bar.print(line) if bar is not None else print(line, flush=True)  # keeps tqdm's bars intact
 
 
 def build_trainer(cfg: DictConfig, model, run_kind: str, wandb_run_id: Optional[str]):
