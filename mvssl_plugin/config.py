@@ -16,6 +16,7 @@ from typing import Any, Optional
 from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin import beta as beta_rule
+from mvssl_plugin.data.folders import is_image_folder_tree
 from mvssl_plugin.errors import ConfigError
 
 AUTO = "auto"
@@ -105,7 +106,8 @@ def resolve_beta(cfg: DictConfig) -> Optional[float]:
     return float(weight)
 
 
-def _check_augmentations(cfg: DictConfig, multiview: bool) -> None:
+def check_augmentations(cfg: DictConfig, multiview: bool) -> None:
+    """Each pipeline's crop_size/num_crops; m >= 2 with the first pipeline's >= 2 for m-view methods."""
     pipelines = select(cfg, "augmentations")
     if pipelines is None or len(pipelines) == 0:
         raise ConfigError("augmentations: missing; add at least one pipeline with crop_size and num_crops")
@@ -127,10 +129,11 @@ def _check_augmentations(cfg: DictConfig, multiview: bool) -> None:
         )
 
 
-def _check_method_kwargs(cfg: DictConfig, multiview: bool) -> None:
+def check_projector_dims(cfg: DictConfig, required: bool) -> None:
+    """``proj_output_dim``/``proj_hidden_dim`` are integers >= 1 (and present if required)."""
     for key in ("proj_output_dim", "proj_hidden_dim"):
         value = select(cfg, f"method_kwargs.{key}")
-        if value is None and multiview:
+        if value is None and required:
             raise ConfigError(f"method_kwargs.{key} is missing: set it, e.g. method_kwargs.{key}=256")
         if value is not None and (not _is_int(value) or value < 1):
             raise ConfigError(f"method_kwargs.{key}={value!r}: must be an integer >= 1")
@@ -143,8 +146,6 @@ def torchvision_archive_present(dataset: str, path: str) -> bool:
 
 
 def _check_data_path(cfg: DictConfig, key: str) -> None:
-    from mvssl_plugin.data.folders import is_image_folder_tree  # no torchvision import at config time
-
     path = select(cfg, key)
     dataset = cfg.data.dataset
     if dataset in ("cifar10", "cifar100", "stl10") and cfg.data.format == "image_folder":
@@ -211,8 +212,8 @@ def check_pretrain_cfg(cfg: DictConfig, methods: dict, multiview_methods: tuple[
         raise ConfigError(f"backbone.name={backbone!r} is unknown: choose one of {sorted(backbones)}")
     multiview = method in multiview_methods
     _check_data(cfg)
-    _check_augmentations(cfg, multiview)
-    _check_method_kwargs(cfg, multiview)
+    check_augmentations(cfg, multiview)
+    check_projector_dims(cfg, required=multiview)
     _check_optimizer(cfg)
     resolve_beta(cfg)
 

@@ -83,7 +83,7 @@ def test_builtin_methods_run_through_the_same_recipe(method, tiny_cifar, tmp_pat
     assert "train_barlow_loss" in trainer.callback_metrics or "train_vicreg_loss" in trainer.callback_metrics
 
 
-def test_mavicreg_multicrop_fraction_and_wandb_offline(tiny_cifar, tmp_path, monkeypatch):
+def test_mavicreg_multicrop_fraction_knn_and_wandb_offline(tiny_cifar, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     cfg = compose_recipe(
@@ -93,12 +93,20 @@ def test_mavicreg_multicrop_fraction_and_wandb_offline(tiny_cifar, tmp_path, mon
             tiny_cifar,
             tmp_path,
             method="mavicreg",
-            **{"data.fraction": 0.7, "wandb.enabled": True, "wandb.offline": True, "method_kwargs.lamb": 0.0},
+            **{
+                "data.fraction": 0.7,
+                "wandb.enabled": True,
+                "wandb.offline": True,
+                "method_kwargs.lamb": 0.0,
+                "knn_eval.enabled": True,
+                "knn_eval.k": 3,
+            },
         ),
     )
     trainer = pretrain(cfg)
     # 70% of 24 images, stratified over 3 classes, batch 8 with drop_last: 16 images, 2 steps
     assert trainer.num_training_batches == 2
+    assert 0 <= float(trainer.callback_metrics["val_knn_acc1"]) <= 100  # solo-learn's online kNN ran
     assert list((tmp_path / "wandb").glob("offline-run-*"))
     args = json.loads(next((tmp_path / "mavicreg").glob("*/args.json")).read_text())
     assert args["method_kwargs"]["cov_loss_weight"] == pytest.approx(25 * 2048 / 25 / 16 * 0.5)
@@ -116,6 +124,14 @@ def test_config_name_resolves_without_config_path(command, tmp_path):
         result = subprocess.run([executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "method: mabt" in result.stdout and "num_crops: 4" in result.stdout
+
+
+def test_solo_style_relative_config_path_works(tmp_path):
+    """solo-learn's habit, ``--config-path`` relative to the current folder, still works."""
+    args = ["--config-path", "scripts/pretrain/cifar100", "--config-name", "mavicreg_cifar100.yaml", "--cfg", "job"]
+    result = run_entry("main_pretrain.py", args, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "dataset: cifar100" in result.stdout and "method: mavicreg" in result.stdout
 
 
 @pytest.mark.parametrize("recipe", PRETRAIN_RECIPES)

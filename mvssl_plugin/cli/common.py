@@ -57,18 +57,34 @@ def _argv_value(argv: List[str], *flags: str) -> Optional[str]:
 
 
 def with_recipe_path(argv: List[str], kind: str) -> List[str]:
-    """Adds ``--config-path`` for a bare ``--config-name`` found under scripts/<kind>/, and
-    ``--config-dir`` for the shared groups (base/, augmentations/, wandb/) one level up."""
+    """Completes the command line for Hydra: ``--config-path`` for a bare ``--config-name``
+    found under scripts/<kind>/ (a relative one is made absolute: Hydra would read it
+    relative to this module), and ``--config-dir`` for the shared groups one level up."""
     name = _argv_value(argv, "--config-name", "-cn")
     if name is None:
         return argv
     config_path = _argv_value(argv, "--config-path", "-cp")
     if config_path is None:
         config_path = str(find_recipe_dir(name, kind))
-        argv = argv + ["--config-path", config_path]
+    else:
+        argv = _without_option(argv, "--config-path", "-cp")
+        config_path = os.path.abspath(config_path)
+    argv = argv + ["--config-path", config_path]
     if _argv_value(argv, "--config-dir", "-cd") is None:
-        argv = argv + ["--config-dir", str(Path(config_path).resolve().parent)]
+        argv = argv + ["--config-dir", str(Path(config_path).parent)]
     return argv
+
+
+def _without_option(argv: List[str], *flags: str) -> List[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in flags:
+            skip = True
+        elif not arg.startswith(tuple(f + "=" for f in flags)):
+            out.append(arg)
+    return out
 
 
 def report_config_errors(task: Callable[[DictConfig], object]) -> Callable[[DictConfig], object]:

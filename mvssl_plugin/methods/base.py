@@ -17,7 +17,7 @@ import torch.nn as nn
 from solo.methods.base import BaseMethod
 from solo.utils.misc import omegaconf_select
 
-from mvssl_plugin.config import resolve_beta
+from mvssl_plugin.config import check_augmentations, check_projector_dims, resolve_beta
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses import REDUNDANCY_MODES
 
@@ -63,15 +63,9 @@ class MultiViewMethod(BaseMethod):
     @staticmethod
     def add_and_assert_specific_cfg(cfg: omegaconf.DictConfig) -> omegaconf.DictConfig:
         cfg = super(MultiViewMethod, MultiViewMethod).add_and_assert_specific_cfg(cfg)
-        for key in ("proj_hidden_dim", "proj_output_dim"):
-            value = omegaconf_select(cfg, f"method_kwargs.{key}", None)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"method_kwargs.{key}={value!r}: must be an integer >= 1")
-        num_views = cfg.data.num_large_crops + cfg.data.num_small_crops
-        if num_views < 2 or cfg.data.num_large_crops < 1:
-            raise ConfigError(
-                f"method={cfg.method} needs >= 2 views per image (got {num_views}): raise augmentations[0].num_crops"
-            )
+        # the entry points check these before building anything; repeated for direct use
+        check_augmentations(cfg, multiview=True)
+        check_projector_dims(cfg, required=True)
         cfg.method_kwargs.redundancy = omegaconf_select(cfg, "method_kwargs.redundancy", "per_view")
         if cfg.method_kwargs.redundancy not in REDUNDANCY_MODES:
             raise ConfigError(
