@@ -107,7 +107,7 @@ def resolve_beta(cfg: DictConfig) -> Optional[float]:
 
 
 def check_augmentations(cfg: DictConfig, multiview: bool) -> None:
-    """Each pipeline's crop_size/num_crops; m >= 2 with the first pipeline's >= 2 for m-view methods."""
+    """Each pipeline's crop_size/num_crops are integers >= 1; m-view methods need m >= 2."""
     pipelines = select(cfg, "augmentations")
     if pipelines is None or len(pipelines) == 0:
         raise ConfigError("augmentations: missing; add at least one pipeline with crop_size and num_crops")
@@ -121,11 +121,6 @@ def check_augmentations(cfg: DictConfig, multiview: bool) -> None:
         raise ConfigError(
             f"method={cfg.method} needs at least 2 views per image, the augmentations give {m}: "
             "raise augmentations[0].num_crops (the recipes' data.num_views)"
-        )
-    if multiview and int(pipelines[0].num_crops) < 2:
-        raise ConfigError(
-            "augmentations[0].num_crops must be >= 2: the first pipeline holds the large views "
-            "that the online classifier and kNN use"
         )
 
 

@@ -67,10 +67,12 @@ def test_m_views_train(recipe, cls, m, tiny_cifar, tmp_path):
     assert grads["projector.6.weight"].abs().sum() > 0
 
 
-def test_mixed_resolution_views(tiny_cifar, tmp_path):
-    cfg, model = build("mabt_cifar_multicrop.yaml", tiny_cifar, tmp_path, "data.num_small_views=3")
-    assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (2, 3)
-    loss, grads = step_and_grads(model, batch(2, 3))
+@pytest.mark.parametrize("large,small", [(2, 3), (1, 3)])
+def test_mixed_resolution_views(large, small, tiny_cifar, tmp_path):
+    views = f"data.num_views={large}", f"data.num_small_views={small}"
+    cfg, model = build("mabt_cifar_multicrop.yaml", tiny_cifar, tmp_path, *views)
+    assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (large, small)
+    loss, grads = step_and_grads(model, batch(large, small))
     assert torch.isfinite(loss) and grads["backbone.conv1.weight"].abs().sum() > 0
 
 
