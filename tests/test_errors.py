@@ -30,7 +30,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("recipe,override,message", CASES, ids=[f"{k}" for _, o, _ in CASES for k in o])
+@pytest.mark.parametrize("recipe,override,message", CASES, ids=["+".join(o) for _, o, _ in CASES])
 def test_bad_config_is_named_before_any_output(recipe, override, message, tiny_cifar, tmp_path):
     cfg = compose_recipe(recipe, "pretrain", tiny_overrides(tiny_cifar, tmp_path / "runs", **override))
     with pytest.raises(ConfigError, match=message):
