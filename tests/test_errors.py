@@ -12,7 +12,7 @@ from mvssl_plugin.errors import ConfigError
 
 CASES = [
     ("mabt_cifar.yaml", {"data.num_views": 1}, "needs at least 2 views"),
-    ("mabt_cifar_multicrop.yaml", {"data.num_views": 1, "data.num_small_views": 0}, "needs at least 2 views"),
+    ("mabt_cifar_multicrop.yaml", {"data.num_small_views": -1}, r"augmentations\[1\].num_crops=-1"),
     ("mavicreg_cifar.yaml", {"data.num_views": 0}, r"augmentations\[0\].num_crops=0"),
     ("mabt_cifar.yaml", {"method_kwargs.proj_output_dim": 0}, "method_kwargs.proj_output_dim=0"),
     ("mabt_cifar.yaml", {"method_kwargs.lamb": -0.5}, "method_kwargs.lamb=-0.5"),
