@@ -24,7 +24,7 @@ from typing import Literal, Sequence, Union
 import torch
 import torch.nn.functional as F
 
-from mvssl_plugin.losses.distributed import all_reduce_mean, gather_batch
+from mvssl_plugin.losses.distributed import all_reduce_sum, gather_batch, global_batch_size
 
 Views = Union[torch.Tensor, Sequence[torch.Tensor]]
 RedundancyMode = Literal["per_view", "mean"]
@@ -60,13 +60,18 @@ def leave_one_out_means(z: torch.Tensor) -> torch.Tensor:
 
 
 def standardize(z: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """Zero mean, unit (biased) variance over the batch axis ``-2``.
+    """Zero mean, unit (biased) variance over the batch axis ``-2`` of the global batch.
 
-    The same numbers as solo-learn's ``BatchNorm1d(D, affine=False)`` in training mode.
+    In one process these are the numbers of solo-learn's ``BatchNorm1d(D, affine=False)``
+    in training mode. Across processes the statistics are those of the concatenated
+    batch, as the original Barlow Twins gets from its synchronised BatchNorm (solo-learn's
+    functional BatchNorm uses each process's own batch).
     """
-    mean = z.mean(dim=-2, keepdim=True)
-    var = z.var(dim=-2, unbiased=False, keepdim=True)
-    return (z - mean) / torch.sqrt(var + eps)
+    n = global_batch_size(z.shape[-2], z.device)
+    mean = all_reduce_sum(z.sum(dim=-2, keepdim=True)) / n
+    centered = z - mean
+    var = all_reduce_sum(centered.pow(2).sum(dim=-2, keepdim=True)) / n
+    return centered / torch.sqrt(var + eps)
 
 
 def off_diagonal_square_sum(matrices: torch.Tensor) -> torch.Tensor:
@@ -88,7 +93,7 @@ def multiview_barlow_loss(
     """Multi-view Barlow Twins loss.
 
     With ``s_i`` the batch-standardized view i and ``t_i`` the mean of the other
-    standardized views, ``C_i = s_i^T t_i / N`` (D x D, averaged over processes) and
+    standardized views, ``C_i = s_i^T t_i / N`` (D x D, over the global batch) and
 
         L = scale_loss * 1/m sum_i [ sum_k (1 - C_i[k,k])^2 + lamb * sum_{k != l} C_i[k,l]^2 ]
 
@@ -111,16 +116,16 @@ def multiview_barlow_loss(
     if lamb < 0:
         raise ValueError(f"lamb (beta) must be >= 0, got {lamb}")
     s = standardize(stack_views(views))
-    n = s.shape[1]
+    n = global_batch_size(s.shape[1], s.device)
     targets = leave_one_out_means(s)
     if redundancy == "per_view":
-        corr = all_reduce_mean(torch.einsum("mni,mnj->mij", s, targets) / n)  # (m, D, D)
+        corr = all_reduce_sum(torch.einsum("mni,mnj->mij", s, targets)) / n  # (m, D, D)
         on_diag = (torch.diagonal(corr, dim1=-2, dim2=-1) - 1).pow(2).sum(-1)  # (m,)
         per_view = on_diag + lamb * off_diagonal_square_sum(corr)
         return scale_loss * per_view.mean()
-    diag = all_reduce_mean((s * targets).sum(dim=1) / n)  # (m, D)
+    diag = all_reduce_sum((s * targets).sum(dim=1)) / n  # (m, D)
     mean_embedding = standardize(s.mean(dim=0))  # (N, D)
-    auto_corr = all_reduce_mean(mean_embedding.T @ mean_embedding / n)  # (D, D)
+    auto_corr = all_reduce_sum(mean_embedding.T @ mean_embedding) / n  # (D, D)
     on_diag = (diag - 1).pow(2).sum(-1).mean()
     return scale_loss * (on_diag + lamb * off_diagonal_square_sum(auto_corr))
 
