@@ -148,10 +148,15 @@ def _check_data_path(cfg: DictConfig, key: str) -> None:
             return
         if select(cfg, "data.download", False):
             return
+        if path is None or not os.path.exists(str(path)):
+            raise ConfigError(
+                f"{key}={path!r} does not exist: point it at an ImageFolder tree of {dataset} "
+                f"(one sub-folder of images per class) or set data.download=true to fetch {dataset} there"
+            )
         raise ConfigError(
             f"{key}={path!r} holds neither an ImageFolder tree (one sub-folder of images per class) "
-            f"nor torchvision's {dataset} files: point it at an ImageFolder tree, e.g. "
-            f"../shared/data/cifar10/train, or set data.download=true to fetch {dataset} there"
+            f"nor torchvision's {dataset} files: point it at an ImageFolder tree "
+            f"or set data.download=true to fetch {dataset} there"
         )
     if path is None or not os.path.exists(str(path)):
         raise ConfigError(f"{key}={path!r} does not exist: point it at your {dataset} data")

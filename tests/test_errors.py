@@ -19,7 +19,11 @@ CASES = [
     ("mavicreg_cifar.yaml", {"method_kwargs.cov_loss_weight": -1}, "method_kwargs.cov_loss_weight=-1"),
     ("mabt_cifar.yaml", {"method": "mabtt"}, "method='mabtt' is not registered"),
     ("mabt_cifar.yaml", {"backbone.name": "resnet9"}, "backbone.name='resnet9'"),
-    ("mabt_cifar.yaml", {"data.train_path": "/no/such/folder"}, "data.train_path='/no/such/folder'.*ImageFolder"),
+    (
+        "mabt_cifar.yaml",
+        {"data.train_path": "/no/such/folder"},
+        "data.train_path=./no/such/folder. does not exist.*ImageFolder",
+    ),
     ("mabt_cifar.yaml", {"data.val_path": "/no/such/folder"}, "data.val_path='/no/such/folder'"),
     ("mabt_cifar.yaml", {"data.fraction": 1.5}, "data.fraction=1.5"),
     ("mabt_cifar.yaml", {"data.format": "dali"}, "data.format=dali"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple
 
@@ -100,9 +101,18 @@ def report_config_errors(task: Callable[[DictConfig], object]) -> Callable[[Dict
     return wrapped
 
 
+def quiet_dependency_warnings() -> None:
+    """Silences the deprecation and registry notices timm and solo-learn print on import,
+    which bury the run's own output; warnings from elsewhere are untouched."""
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(timm|solo)(\.|$)")
+    warnings.filterwarnings("ignore", message=r"Overwriting \w+ in registry", category=UserWarning)
+
+
 def run_hydra(task: Callable[[DictConfig], object], kind: str) -> None:
     """Runs ``task`` as a Hydra app whose recipes live under scripts/<kind>/."""
     import hydra
+
+    quiet_dependency_warnings()
 
     try:
         sys.argv = [sys.argv[0]] + with_recipe_path(sys.argv[1:], kind)
