@@ -264,7 +264,8 @@ def adapt_to_hardware(cfg: DictConfig) -> list[str]:
     integer: devices are kept as a list in the config (solo-learn's layout, also in
     args.json) and :func:`trainer_devices` hands Lightning what it accepts.
     ``accelerator: auto`` (the recipes' default) becomes ``gpu`` or ``cpu``; on a CPU,
-    half-precision mixed training becomes 32-bit and a one-device ``ddp`` plain.
+    half-precision mixed training becomes 32-bit, a one-device ``ddp`` plain, and
+    ``sync_batchnorm`` (GPU-only in torch) off for several processes.
     Returns the notices to print.
     """
     import torch
@@ -298,6 +299,11 @@ def adapt_to_hardware(cfg: DictConfig) -> list[str]:
         if select(cfg, "strategy") == "ddp" and n == 1:
             cfg.strategy = "auto"
             notices.append("strategy=ddp with one CPU process; using strategy=auto")
+        if select(cfg, "sync_batchnorm", False) and n > 1:
+            cfg.sync_batchnorm = False
+            notices.append(
+                "sync_batchnorm=True needs GPUs (torch's SyncBatchNorm); each CPU process normalizes its own batch"
+            )
     if select(cfg, "strategy") is None:
         cfg.strategy = "auto"
     return notices

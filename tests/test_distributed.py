@@ -8,6 +8,7 @@ one-process gradient of those rows (then DDP's averaged parameter gradients are 
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -59,3 +60,17 @@ def test_two_processes_equal_one_process_on_the_whole_batch(name, fn, redundancy
     grads = torch.cat([res[(name, redundancy)][1] for res in distributed_results], dim=1) / WORLD
     relative = (grads - whole.grad).abs().max() / whole.grad.abs().max()
     assert relative <= 1e-5, f"gradient differs by {relative:.2e} (relative to its largest entry)"
+
+
+def test_ddp_on_two_cpu_processes_through_the_entry_point(tiny_cifar, tmp_path):
+    """Lightning re-launches the command line for each process; the recipe must survive it."""
+    from conftest import run_entry, tiny_overrides
+
+    overrides = tiny_overrides(tiny_cifar, tmp_path, strategy="ddp", devices=2)
+    result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *overrides], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "each CPU process normalizes its own batch" in result.stdout
+    (run_dir,) = (tmp_path / "mabt").iterdir()
+    args = json.loads((run_dir / "args.json").read_text())
+    assert args["devices"] == [0, 1] and args["strategy"] == "ddp"
+    assert len(list(run_dir.glob("*.ckpt"))) == 1

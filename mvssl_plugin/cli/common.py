@@ -70,10 +70,12 @@ def with_recipe_path(argv: List[str], kind: str) -> List[str]:
     else:
         argv = _without_option(argv, "--config-path", "-cp")
         config_path = os.path.abspath(config_path)
-    argv = argv + ["--config-path", config_path]
+    options = ["--config-path", config_path]
     if _argv_value(argv, "--config-dir", "-cd") is None:
-        argv = argv + ["--config-dir", str(Path(config_path).parent)]
-    return argv
+        options += ["--config-dir", str(Path(config_path).parent)]
+    # options first: Lightning's DDP launcher re-runs argv with overrides appended, and
+    # Hydra's parser wants all overrides in one run at the end
+    return options + argv
 
 
 def _without_option(argv: List[str], *flags: str) -> List[str]:
