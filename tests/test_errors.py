@@ -82,3 +82,36 @@ def test_linear_without_a_checkpoint(tiny_cifar, tmp_path):
     cfg = compose_recipe("linear_cifar.yaml", "linear", ["pretrained_feature_extractor=/no/run.ckpt", *data])
     with pytest.raises(ConfigError, match="pretrained_feature_extractor='/no/run.ckpt' is not a file"):
         linear(cfg)
+
+
+def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tiny_cifar, tmp_path, monkeypatch):
+    """Epoch 0 trains and is saved; the loss turns NaN in epoch 1: the run stops with the
+    message, the epoch-0 checkpoint is intact and no later one is written."""
+    from mvssl_plugin.methods import MultiAugBarlowTwins
+
+    real_loss = MultiAugBarlowTwins.multiview_loss
+
+    def loss_turning_nan(self, z):
+        loss = real_loss(self, z)
+        return loss * float("nan") if self.current_epoch == 1 else loss
+
+    monkeypatch.setattr(MultiAugBarlowTwins, "multiview_loss", loss_turning_nan)
+    cfg = compose_recipe("mabt_cifar.yaml", "pretrain", tiny_overrides(tiny_cifar, tmp_path, max_epochs=2))
+    with pytest.raises(FloatingPointError, match="train_barlow_loss is nan at epoch 1.*Lower optimizer.lr"):
+        pretrain(cfg)
+    (ckpt,) = (tmp_path / "mabt").glob("*/*.ckpt")
+    assert ckpt.name.endswith("-ep=0.ckpt")
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    assert state["epoch"] == 0 and all(torch.isfinite(v).all() for v in state["state_dict"].values())
+
+
+def test_entry_point_reports_a_non_finite_loss_in_one_line(capsys):
+    from mvssl_plugin.cli.common import report_config_errors
+
+    def diverging(cfg):
+        raise FloatingPointError("train_barlow_loss is nan at epoch 3, step 40: ...")
+
+    with pytest.raises(SystemExit) as stop:
+        report_config_errors(diverging)(None)
+    assert stop.value.code == 3
+    assert capsys.readouterr().err == "mvssl training stopped: train_barlow_loss is nan at epoch 3, step 40: ...\n"

@@ -91,7 +91,8 @@ def _without_option(argv: List[str], *flags: str) -> List[str]:
 
 
 def report_config_errors(task: Callable[[DictConfig], object]) -> Callable[[DictConfig], object]:
-    """Prints a :class:`ConfigError` as one line and exits 2, instead of Hydra's traceback."""
+    """Prints a :class:`ConfigError` (exit 2) or a non-finite loss (exit 3) as one line,
+    instead of Hydra's traceback. Checkpoints already written stay as they are."""
 
     def wrapped(cfg: DictConfig):
         try:
@@ -99,6 +100,9 @@ def report_config_errors(task: Callable[[DictConfig], object]) -> Callable[[Dict
         except ConfigError as err:
             print(f"mvssl config error: {err}", file=sys.stderr)
             sys.exit(2)
+        except FloatingPointError as err:
+            print(f"mvssl training stopped: {err}", file=sys.stderr)
+            sys.exit(3)
 
     return wrapped
 
