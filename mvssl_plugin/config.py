@@ -22,6 +22,10 @@ from mvssl_plugin.errors import ConfigError
 AUTO = "auto"
 SUPPORTED_DATASETS = ("cifar10", "cifar100", "stl10", "imagenet", "imagenet100", "custom")
 SMALL_IMAGE_DATASETS = ("cifar10", "cifar100")
+AUGMENTATION_PROBABILITIES = tuple(
+    f"{name}.prob"
+    for name in ("color_jitter", "grayscale", "gaussian_blur", "solarization", "equalization", "horizontal_flip")
+)
 SUPPORTED_FORMATS = ("image_folder", "h5")
 
 
@@ -106,6 +110,71 @@ def resolve_beta(cfg: DictConfig) -> Optional[float]:
     return float(weight)
 
 
+def _positive(value: Any) -> bool:
+    return _is_number(value) and value > 0
+
+
+def _non_negative(value: Any) -> bool:
+    return _is_number(value) and value >= 0
+
+
+def _probability(value: Any) -> bool:
+    return _is_number(value) and 0 <= value <= 1
+
+
+def _count(value: Any) -> bool:
+    return _is_int(value) and value >= 1
+
+
+def require(cfg: DictConfig, key: str, ok, what: str, prefix: str = "") -> None:
+    """Raises ConfigError ``<prefix><key>=value: what`` unless the key is absent or ``ok(value)``."""
+    value = select(cfg, key)
+    if value is not None and not ok(value):
+        raise ConfigError(f"{prefix}{key}={value!r}: {what}")
+
+
+#: (key, test, what it must be) for the keys solo-learn would otherwise reject deep inside
+#: torch, Lightning or its own asserts, or silently misuse.
+TRAINING_RULES = (
+    ("optimizer.lr", _positive, "must be a number > 0"),
+    ("optimizer.classifier_lr", _positive, "must be a number > 0"),
+    ("optimizer.weight_decay", _non_negative, "must be a number >= 0"),
+    ("scheduler.warmup_epochs", _non_negative, "must be a number >= 0"),
+    ("scheduler.min_lr", _non_negative, "must be a number >= 0"),
+    ("data.num_workers", lambda v: _is_int(v) and v >= 0, "must be an integer >= 0"),
+    ("seed", _is_int, "must be an integer"),
+    ("checkpoint.frequency", _count, "must be an integer >= 1"),
+    ("knn_eval.k", _count, "must be an integer >= 1"),
+    ("backbone.kwargs.width", _count, "must be an integer >= 1"),
+    ("method_kwargs.scale_loss", _positive, "must be a number > 0"),
+    ("method_kwargs.sim_loss_weight", _non_negative, "must be a number >= 0"),
+    ("method_kwargs.var_loss_weight", _non_negative, "must be a number >= 0"),
+    ("method_kwargs.beta_c", _positive, "must be a number > 0"),
+    ("method_kwargs.beta_multiview_factor", lambda v: _is_number(v) and 0 < v <= 1, "must be in (0, 1]"),
+)
+PRECISIONS = ("64", "32", "16", "bf16", "64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
+SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_optimizers builds
+
+
+def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
+    """Optimizer, scheduler, precision and the other numbers of :data:`TRAINING_RULES`."""
+    name = select(cfg, "optimizer.name")
+    if name not in optimizers:
+        raise ConfigError(f"optimizer.name={name!r}: choose one of {sorted(optimizers)}")
+    scheduler = select(cfg, "scheduler.name", "none")
+    if scheduler not in SCHEDULERS:
+        raise ConfigError(f"scheduler.name={scheduler!r}: choose one of {SCHEDULERS}")
+    if scheduler == "step":
+        steps = select(cfg, "scheduler.lr_decay_steps")
+        if steps is None or len(steps) == 0 or not all(_count(s) for s in steps):
+            raise ConfigError(f"scheduler.lr_decay_steps={steps!r}: the step scheduler needs epochs, e.g. [60, 80]")
+    precision = str(select(cfg, "precision", "32"))
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision={precision!r}: choose one of {PRECISIONS}")
+    for key, ok, what in TRAINING_RULES:
+        require(cfg, key, ok, what)
+
+
 def check_augmentations(cfg: DictConfig, multiview: bool) -> None:
     """Each pipeline's crop_size/num_crops are integers >= 1; m-view methods need m >= 2."""
     pipelines = select(cfg, "augmentations")
@@ -116,6 +185,18 @@ def check_augmentations(cfg: DictConfig, multiview: bool) -> None:
             value = select(pipeline, key)
             if not _is_int(value) or value < 1:
                 raise ConfigError(f"augmentations[{i}].{key}={value!r}: must be an integer >= 1")
+        where = f"augmentations[{i}]."
+        for key in AUGMENTATION_PROBABILITIES:
+            require(pipeline, key, _probability, "must be a probability in [0, 1]", where)
+        for key in ("color_jitter.brightness", "color_jitter.contrast", "color_jitter.saturation"):
+            require(pipeline, key, _non_negative, "must be a number >= 0", where)
+        require(pipeline, "color_jitter.hue", lambda v: _is_number(v) and 0 <= v <= 0.5, "must be in [0, 0.5]", where)
+        low, high = select(pipeline, "rrc.crop_min_scale", 0.08), select(pipeline, "rrc.crop_max_scale", 1.0)
+        if not (_is_number(low) and _is_number(high) and 0 < low <= high <= 1):
+            raise ConfigError(
+                f"augmentations[{i}].rrc: crop_min_scale={low!r}, crop_max_scale={high!r}; "
+                "need 0 < crop_min_scale <= crop_max_scale <= 1"
+            )
     m = count_views(cfg)
     if multiview and m < 2:
         raise ConfigError(
@@ -202,7 +283,9 @@ def apply_backbone_defaults(cfg: DictConfig, plugin_backbones: tuple[str, ...]) 
             cfg.backbone.kwargs.small_input = cfg.data.dataset in SMALL_IMAGE_DATASETS
 
 
-def check_pretrain_cfg(cfg: DictConfig, methods: dict, multiview_methods: tuple[str, ...], backbones: dict) -> None:
+def check_pretrain_cfg(
+    cfg: DictConfig, methods: dict, multiview_methods: tuple[str, ...], backbones: dict, optimizers: tuple[str, ...]
+) -> None:
     """Validates a pretraining config in place; fills the plugin's defaults; resolves beta."""
     method = select(cfg, "method")
     if method not in methods:
@@ -215,6 +298,7 @@ def check_pretrain_cfg(cfg: DictConfig, methods: dict, multiview_methods: tuple[
     check_augmentations(cfg, multiview)
     check_projector_dims(cfg, required=multiview)
     _check_optimizer(cfg)
+    check_training_keys(cfg, optimizers)
     resolve_beta(cfg)
 
 
@@ -225,7 +309,7 @@ def newest_checkpoint(run_dir: str) -> Optional[str]:
     return max(ckpts, key=os.path.getmtime) if ckpts else None
 
 
-def check_linear_cfg(cfg: DictConfig, backbones: dict) -> None:
+def check_linear_cfg(cfg: DictConfig, backbones: dict, optimizers: tuple[str, ...]) -> None:
     """Validates a linear-evaluation config in place."""
     backbone = select(cfg, "backbone.name")
     if backbone not in backbones:
@@ -243,6 +327,7 @@ def check_linear_cfg(cfg: DictConfig, backbones: dict) -> None:
     if select(cfg, "data.val_path") is None:
         raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")
     _check_optimizer(cfg)
+    check_training_keys(cfg, optimizers)
 
 
 def device_count(devices: Any, accelerator: str) -> int:

@@ -59,7 +59,7 @@ def linear(cfg: DictConfig):
 
     cfg = prepare_cfg(cfg)
     register()
-    check_linear_cfg(cfg, BaseMethod._BACKBONES)
+    check_linear_cfg(cfg, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     for notice in adapt_to_hardware(cfg):
         print(f"mvssl: {notice}")
     apply_backbone_defaults(cfg, BACKBONE_NAMES)

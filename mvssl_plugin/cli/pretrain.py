@@ -25,7 +25,7 @@ def build_pretrain_model(cfg: DictConfig):
 
     cfg = prepare_cfg(cfg)
     methods = register()
-    check_pretrain_cfg(cfg, methods, METHOD_NAMES, BaseMethod._BACKBONES)
+    check_pretrain_cfg(cfg, methods, METHOD_NAMES, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     for notice in adapt_to_hardware(cfg):
         print(f"mvssl: {notice}")
     apply_backbone_defaults(cfg, BACKBONE_NAMES)
