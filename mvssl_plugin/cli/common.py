@@ -137,8 +137,11 @@ def prepare_cfg(cfg: DictConfig) -> DictConfig:
 
 
 def resume_checkpoint(cfg: DictConfig, run_kind: str) -> Tuple[Optional[str], Optional[str]]:
-    """solo-learn's explicit or automatic resume: (checkpoint path, wandb run id)."""
-    from solo.utils.auto_resumer import AutoResumer
+    """solo-learn's explicit or automatic resume: (checkpoint path, wandb run id).
+
+    Automatic resume takes the newest complete checkpoint of a matching run (see
+    :mod:`mvssl_plugin.cli.checkpoints`), not solo-learn's first-listed file."""
+    from mvssl_plugin.cli.checkpoints import find_resumable
 
     if cfg.resume_from_checkpoint is not None:
         path = cfg.resume_from_checkpoint
@@ -147,13 +150,10 @@ def resume_checkpoint(cfg: DictConfig, run_kind: str) -> Tuple[Optional[str], Op
         del cfg.resume_from_checkpoint
         return path, None
     if cfg.auto_resume.enabled:
-        resumer = AutoResumer(
-            checkpoint_dir=os.path.join(cfg.checkpoint.dir, run_kind), max_hours=cfg.auto_resume.max_hours
-        )
-        path, wandb_run_id = resumer.find_checkpoint(cfg)
+        path, wandb_run_id = find_resumable(cfg, os.path.join(cfg.checkpoint.dir, run_kind))
         if path is not None:
             print(f"Resuming from previous checkpoint that matches specifications: '{path}'")
-        return path, wandb_run_id
+            return str(path), wandb_run_id
     return None, None
 
 
@@ -172,19 +172,28 @@ class EpochSummary(Callback):
     """Prints each epoch's metrics, which Lightning shows nowhere without a logger.
 
     Hooks are chosen to run after Lightning has reduced the epoch's values: validation
-    at ``on_validation_end``, training at the next epoch's start and at the end of fit.
+    at ``on_validation_end``, training at the next epoch's start and at the end of fit,
+    and only for epochs this process trained (a resumed run's restored accumulators are
+    not an epoch's mean).
     """
+
+    def __init__(self) -> None:
+        self._trained_epoch: Optional[int] = None
 
     def on_validation_end(self, trainer, pl_module) -> None:
         if not trainer.sanity_checking:
             self._print(trainer, "val", trainer.current_epoch)
 
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._trained_epoch = trainer.current_epoch
+
     def on_train_epoch_start(self, trainer, pl_module) -> None:
-        if trainer.current_epoch > 0:
-            self._print(trainer, "train", trainer.current_epoch - 1)
+        if self._trained_epoch is not None and self._trained_epoch == trainer.current_epoch - 1:
+            self._print(trainer, "train", self._trained_epoch)
 
     def on_train_end(self, trainer, pl_module) -> None:
-        self._print(trainer, "train", trainer.current_epoch - 1)
+        if self._trained_epoch is not None:
+            self._print(trainer, "train", self._trained_epoch)
 
     @staticmethod
     def _print(trainer, prefix: str, epoch: int) -> None:
@@ -200,25 +209,29 @@ class EpochSummary(Callback):
             bar.print(line) if bar is not None else print(line, flush=True)  # keeps tqdm's bars intact
 
 
-def build_trainer(cfg: DictConfig, model, run_kind: str, wandb_run_id: Optional[str]):
-    """Lightning Trainer with solo-learn's Checkpointer (its folder layout and args.json),
-    wandb logger and learning-rate monitor, from the config's Trainer keys."""
+def build_trainer(
+    cfg: DictConfig, model, run_kind: str, wandb_run_id: Optional[str], resume_path: Optional[str] = None
+):
+    """Lightning Trainer with solo-learn's checkpoint layout (atomic writes, continuing in
+    the resumed run's folder), wandb logger and learning-rate monitor, from the config's
+    Trainer keys."""
     from lightning.pytorch import Trainer
     from lightning.pytorch.callbacks import LearningRateMonitor
     from lightning.pytorch.loggers.wandb import WandbLogger
     from lightning.pytorch.strategies.ddp import DDPStrategy
-    from solo.utils.checkpointer import Checkpointer
 
+    from mvssl_plugin.cli.checkpoints import AtomicCheckpointer
     from mvssl_plugin.config import trainer_devices
 
     callbacks, logger = [EpochSummary()], None
     if cfg.checkpoint.enabled:
         callbacks.append(
-            Checkpointer(
+            AtomicCheckpointer(
                 cfg,
                 logdir=os.path.join(cfg.checkpoint.dir, run_kind),
                 frequency=cfg.checkpoint.frequency,
                 keep_prev=cfg.checkpoint.keep_prev,
+                resume_from=resume_path,
             )
         )
     if cfg.wandb.enabled:
@@ -256,6 +269,6 @@ def fit(cfg: DictConfig, model, train_loader, val_loader, run_kind: str):
     if not cfg.performance.disable_channel_last:
         model = model.to(memory_format=torch.channels_last)
     ckpt_path, wandb_run_id = resume_checkpoint(cfg, run_kind)
-    trainer = build_trainer(cfg, model, run_kind, wandb_run_id)
+    trainer = build_trainer(cfg, model, run_kind, wandb_run_id, resume_path=ckpt_path)
     trainer.fit(model, train_loader, val_loader, ckpt_path=ckpt_path)
     return trainer

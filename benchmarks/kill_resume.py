@@ -1,0 +1,82 @@
+"""Kill a pretraining run at random moments, resume it each time, and compare its loss
+curve with an uninterrupted run of the same command.
+
+    python benchmarks/kill_resume.py [--kills 3] [--epochs 8] [--seed 0]
+
+Uses a generated ImageFolder (3 classes x 40 images) and the width-4 narrow ResNet-18, so
+it runs in a few minutes on a CPU. Prints each kill (when, during which epoch), where each
+resume started, and the per-epoch ``train_barlow_loss`` of both runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from conftest import make_image_folder, tiny_overrides  # noqa: E402
+
+LOSS = re.compile(r"mvssl: epoch (\d+) train_\S+ .*train_barlow_loss=([0-9.e+-]+)")
+
+
+def run_args(data: dict, out: Path, epochs: int) -> list[str]:
+    extra = {"auto_resume.enabled": True, "optimizer.lr": 0.05, "max_epochs": epochs}
+    return [sys.executable, str(REPO / "main_pretrain.py"), "--config-name", "mabt_cifar.yaml"] + tiny_overrides(
+        data, out, **extra
+    )
+
+
+def losses(text: str) -> dict[int, float]:
+    return {int(e): float(v) for e, v in LOSS.findall(text.replace("\r", "\n"))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kills", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    tmp = Path(tempfile.mkdtemp())
+    data = {"train": str(make_image_folder(tmp / "train", per_class=40)), "test": str(make_image_folder(tmp / "test"))}
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+
+    reference = subprocess.run(run_args(data, tmp / "reference", args.epochs), env=env, capture_output=True, text=True)
+    ref = losses(reference.stdout)
+
+    out = tmp / "killed"
+    curve: dict[int, float] = {}
+    for k in range(args.kills + 1):
+        proc = subprocess.Popen(run_args(data, out, args.epochs), env=env, stdout=subprocess.PIPE, text=True)
+        if k < args.kills:
+            before = set(out.glob("mabt/*/*.ckpt"))
+            while proc.poll() is None and set(out.glob("mabt/*/*.ckpt")) <= before:
+                time.sleep(0.01)  # wait for this segment's first new checkpoint
+            time.sleep(rng.uniform(0.0, 1.0))  # then kill somewhere in the next epoch
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+        text, _ = proc.communicate()
+        resumed = re.search(r"Resuming from .*ep=(\d+)\.ckpt", text)
+        ckpts = sorted(p.name.split("-ep=")[1] for p in out.glob("mabt/*/*.ckpt*"))
+        state = "killed" if proc.returncode == -signal.SIGKILL else f"exit {proc.returncode}"
+        print(f"segment {k}: {state}; resumed after epoch {resumed.group(1) if resumed else '-'}; files now {ckpts}")
+        curve.update(losses(text))
+    print(f"run folders: {len(list(out.glob('mabt/*')))}")
+    print("| epoch | uninterrupted | killed and resumed |")
+    print("|---|---|---|")
+    for epoch in range(args.epochs):
+        print(f"| {epoch} | {ref.get(epoch, float('nan')):.2f} | {curve.get(epoch, float('nan')):.2f} |")
+
+
+if __name__ == "__main__":
+    main()

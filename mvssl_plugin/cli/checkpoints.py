@@ -1,0 +1,86 @@
+"""Checkpoints that survive being killed, and resuming from the newest complete one.
+
+solo-learn's Checkpointer writes ``<run>/<name>-<version>-ep=N.ckpt`` straight to its final
+name, so a kill during the write leaves a truncated file that its AutoResumer may pick
+(it takes the first ``.ckpt`` a folder lists), and every resumed offline run starts a new
+folder. Here a checkpoint is written to ``*.ckpt.part`` and renamed into place (atomic on
+POSIX), resuming takes the newest readable checkpoint of the newest matching run, and the
+resumed run keeps writing to that run's folder, so one run folder holds one curve.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Optional, Tuple
+
+from omegaconf import DictConfig, OmegaConf
+from solo.utils.auto_resumer import AutoResumer
+from solo.utils.checkpointer import Checkpointer
+
+PARTIAL_SUFFIX = ".part"
+
+
+def is_complete_checkpoint(path: Path) -> bool:
+    """A torch checkpoint is a zip archive whose directory sits at its end: a truncated
+    file has none. Cheap: reads the directory, not the tensors."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return len(archive.namelist()) > 0
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+class AtomicCheckpointer(Checkpointer):
+    """solo-learn's Checkpointer (same layout, args.json, frequency, keep_prev) with atomic
+    writes, continuing in the folder of ``resume_from`` when the run resumes."""
+
+    def __init__(self, cfg: DictConfig, logdir, frequency: int = 1, keep_prev: bool = False, resume_from=None):
+        super().__init__(cfg, logdir=logdir, frequency=frequency, keep_prev=keep_prev)
+        self.resume_from = Path(resume_from) if resume_from is not None else None
+
+    def initial_setup(self, trainer) -> None:
+        if self.resume_from is None or trainer.logger is not None:  # wandb runs keep their id
+            return super().initial_setup(trainer)
+        self.path = self.resume_from.parent
+        self.ckpt_placeholder = f"{self.cfg.name}-{self.path.name}" + "-ep={}.ckpt"
+        self.last_ckpt = self.resume_from  # replaced by the next save unless keep_prev
+
+    def save(self, trainer) -> None:
+        if trainer.sanity_checking:
+            return
+        final = self.path / self.ckpt_placeholder.format(trainer.current_epoch)
+        partial = final.with_name(final.name + PARTIAL_SUFFIX)
+        trainer.save_checkpoint(partial)  # collective under DDP; rank 0 writes
+        if trainer.is_global_zero:
+            os.replace(partial, final)
+            previous = self.last_ckpt
+            if previous and Path(previous) != final and not self.keep_prev and os.path.exists(previous):
+                os.remove(previous)
+        trainer.strategy.barrier()
+        self.last_ckpt = final
+
+
+def find_resumable(cfg: DictConfig, logdir: str) -> Tuple[Optional[Path], Optional[str]]:
+    """The newest complete checkpoint of a run under ``logdir`` whose args.json matches
+    ``cfg`` on solo-learn's AutoResumer keys and is younger than ``auto_resume.max_hours``.
+    Returns (checkpoint, wandb run id)."""
+    newest, run_id, newest_time = None, None, None
+    oldest_allowed = datetime.now() - timedelta(hours=cfg.auto_resume.max_hours)
+    for args_file in Path(logdir).glob("*/args.json"):
+        try:
+            args = DictConfig(json.loads(args_file.read_text()))
+        except (OSError, ValueError):
+            continue
+        if any(OmegaConf.select(args, k) != OmegaConf.select(cfg, k) for k in AutoResumer.SHOULD_MATCH):
+            continue
+        for ckpt in args_file.parent.glob("*.ckpt"):
+            written = datetime.fromtimestamp(ckpt.stat().st_mtime)
+            if written < oldest_allowed or not is_complete_checkpoint(ckpt):
+                continue
+            if newest_time is None or written > newest_time:
+                newest, newest_time, run_id = ckpt, written, args.get("wandb_run_id")
+    return newest, run_id

@@ -1,0 +1,101 @@
+"""Kill and resume: a run killed mid-epoch continues from its newest complete checkpoint,
+in the same run folder, and a truncated checkpoint is never the one resumed from."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, make_image_folder, run_entry, tiny_overrides
+
+from mvssl_plugin.cli.checkpoints import find_resumable, is_complete_checkpoint
+from mvssl_plugin.cli.common import compose_recipe
+
+MAX_EPOCHS = 6
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("resume_data")
+    return {
+        "train": str(make_image_folder(root / "train", per_class=40)),
+        "test": str(make_image_folder(root / "test")),
+    }
+
+
+def command(data, out: Path) -> list[str]:
+    overrides = tiny_overrides(
+        data, out, max_epochs=MAX_EPOCHS, **{"auto_resume.enabled": True, "optimizer.lr": 0.05, "precision": 32}
+    )
+    return ["--config-name", "mabt_cifar.yaml", *overrides]
+
+
+def wait_for(pattern: str, root: Path, timeout: float = 120) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        hits = sorted(root.glob(pattern))
+        if hits:
+            return hits[0]
+        time.sleep(0.02)
+    raise TimeoutError(pattern)
+
+
+def test_killed_run_resumes_in_the_same_folder_and_continues(data, tmp_path):
+    args = command(data, tmp_path)
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    first = subprocess.Popen(
+        [sys.executable, str(REPO / "main_pretrain.py"), *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for("mabt/*/*-ep=0.ckpt", tmp_path)
+        time.sleep(0.3)  # into epoch 1
+        assert first.poll() is None, "the run ended before it could be killed"
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.wait()
+    (run_dir,) = (tmp_path / "mabt").iterdir()
+    assert not list(run_dir.glob(f"*-ep={MAX_EPOCHS - 1}.ckpt"))
+
+    second = run_entry("main_pretrain.py", args, cwd=tmp_path)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    resumed = re.search(
+        r"Resuming from previous checkpoint that matches specifications: '(.*ep=(\d+)\.ckpt)'", second.stdout
+    )
+    assert resumed, second.stdout[-3000:]
+    start = int(resumed.group(2)) + 1
+    assert Path(resumed.group(1)).parent == run_dir
+    # one run folder, one final checkpoint, no partial files: the same run, continued
+    assert list((tmp_path / "mabt").iterdir()) == [run_dir]
+    assert [p.name.split("-ep=")[1] for p in run_dir.glob("*.ckpt*")] == [f"{MAX_EPOCHS - 1}.ckpt"]
+    validated = sorted({int(e) for e in re.findall(r"mvssl: epoch (\d+) val_", second.stdout)})
+    assert validated == list(range(start, MAX_EPOCHS)), "the resumed run must not repeat finished epochs"
+
+
+def test_truncated_newest_checkpoint_is_skipped(data, tmp_path):
+    run = run_entry("main_pretrain.py", command(data, tmp_path), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (good,) = (tmp_path / "mabt").glob("*/*.ckpt")
+    truncated = good.with_name(good.name.replace(f"ep={MAX_EPOCHS - 1}", f"ep={MAX_EPOCHS}"))
+    shutil.copy(good, truncated)
+    with open(truncated, "r+b") as f:
+        f.truncate(os.path.getsize(good) // 2)
+    os.utime(truncated, (time.time() + 5, time.time() + 5))  # the newest file
+    assert is_complete_checkpoint(good) and not is_complete_checkpoint(truncated)
+    cfg = compose_recipe("mabt_cifar.yaml", "pretrain", command(data, tmp_path)[2:])
+    cfg.auto_resume.max_hours = 36
+    from mvssl_plugin.cli.pretrain import build_pretrain_model
+
+    cfg, _ = build_pretrain_model(cfg)  # completes the config as a real resume would see it
+    found, _ = find_resumable(cfg, str(tmp_path / "mabt"))
+    assert found == good
