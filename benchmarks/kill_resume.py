@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true", help="print each segment's epoch lines")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     tmp = Path(tempfile.mkdtemp())
@@ -70,6 +71,8 @@ def main() -> None:
         ckpts = sorted(p.name.split("-ep=")[1] for p in out.glob("mabt/*/*.ckpt*"))
         state = "killed" if proc.returncode == -signal.SIGKILL else f"exit {proc.returncode}"
         print(f"segment {k}: {state}; resumed after epoch {resumed.group(1) if resumed else '-'}; files now {ckpts}")
+        if args.verbose:
+            print("\n".join(line for line in text.replace("\r", "\n").split("\n") if "mvssl: epoch" in line))
         curve.update(losses(text))
     print(f"run folders: {len(list(out.glob('mabt/*')))}")
     print("| epoch | uninterrupted | killed and resumed |")

@@ -81,6 +81,19 @@ def test_killed_run_resumes_in_the_same_folder_and_continues(data, tmp_path):
     validated = sorted({int(e) for e in re.findall(r"mvssl: epoch (\d+) val_", second.stdout)})
     assert validated == list(range(start, MAX_EPOCHS)), "the resumed run must not repeat finished epochs"
 
+    # the same curve: epoch by epoch, the loss of an uninterrupted run of the same command
+    reference = run_entry("main_pretrain.py", command(data, tmp_path / "reference"), cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    resumed_curve, reference_curve = epoch_losses(second.stdout), epoch_losses(reference.stdout)
+    assert sorted(resumed_curve) == list(range(start, MAX_EPOCHS))
+    for epoch, loss in resumed_curve.items():
+        assert loss == pytest.approx(reference_curve[epoch], rel=1e-3), (epoch, resumed_curve, reference_curve)
+
+
+def epoch_losses(stdout: str) -> dict[int, float]:
+    found = re.findall(r"mvssl: epoch (\d+) train_\S+ .*?train_barlow_loss=([0-9.e+-]+)", stdout.replace("\r", "\n"))
+    return {int(epoch): float(loss) for epoch, loss in found}
+
 
 def test_truncated_newest_checkpoint_is_skipped(data, tmp_path):
     run = run_entry("main_pretrain.py", command(data, tmp_path), cwd=tmp_path)
