@@ -205,6 +205,33 @@ def check_augmentations(cfg: DictConfig, multiview: bool) -> None:
         )
 
 
+def world_size(cfg: DictConfig) -> int:
+    """Processes of the run: devices (a list once :func:`adapt_to_hardware` ran) x nodes."""
+    devices = select(cfg, "devices", 1)
+    return (devices if _is_int(devices) else len(devices)) * int(select(cfg, "num_nodes", 1) or 1)
+
+
+def check_view_parallel(cfg: DictConfig) -> None:
+    """``method_kwargs.view_parallel``: one resolution, views divisible by the processes."""
+    enabled = select(cfg, "method_kwargs.view_parallel", False)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"method_kwargs.view_parallel={enabled!r}: use true or false")
+    if not enabled:
+        return
+    world = world_size(cfg)
+    if len(cfg.augmentations) != 1:
+        raise ConfigError(
+            "method_kwargs.view_parallel=true needs views of one resolution (one augmentation pipeline); "
+            "mixed-resolution recipes spread images, not views"
+        )
+    m = count_views(cfg)
+    if world < 2 or m % world != 0:
+        raise ConfigError(
+            f"method_kwargs.view_parallel=true spreads {m} views over {world} process(es): "
+            "use devices that divide the number of views (at least 2), or view_parallel=false"
+        )
+
+
 def check_projector_dims(cfg: DictConfig, required: bool) -> None:
     """``proj_output_dim``/``proj_hidden_dim`` are integers >= 1 (and present if required)."""
     for key in ("proj_output_dim", "proj_hidden_dim"):
@@ -299,6 +326,8 @@ def check_pretrain_cfg(
     check_projector_dims(cfg, required=multiview)
     _check_optimizer(cfg)
     check_training_keys(cfg, optimizers)
+    if multiview:
+        check_view_parallel(cfg)
     resolve_beta(cfg)
 
 

@@ -28,6 +28,7 @@ INVALID = {
     "method_kwargs.scale_loss": [0, -1],
     "method_kwargs.redundancy": ["pairs", 1],
     "method_kwargs.fused_forward": ["yes", 2],
+    "method_kwargs.view_parallel": ["yes", 1],
     "+method_kwargs.beta_c": [0, -3.3],
     "+method_kwargs.beta_multiview_factor": [0, 1.5],
     "optimizer.name": ["rmsprop", "null"],

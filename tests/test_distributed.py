@@ -62,11 +62,13 @@ def test_two_processes_equal_one_process_on_the_whole_batch(name, fn, redundancy
     assert relative <= 1e-5, f"gradient differs by {relative:.2e} (relative to its largest entry)"
 
 
-def test_ddp_on_two_cpu_processes_through_the_entry_point(tiny_cifar, tmp_path):
+@pytest.mark.parametrize("view_parallel", [False, True])
+def test_ddp_on_two_cpu_processes_through_the_entry_point(view_parallel, tiny_cifar, tmp_path):
     """Lightning re-launches the command line for each process; the recipe must survive it."""
     from conftest import run_entry, tiny_overrides
 
-    overrides = tiny_overrides(tiny_cifar, tmp_path, strategy="ddp", devices=2)
+    extra = {"strategy": "ddp", "devices": 2, "method_kwargs.view_parallel": view_parallel}
+    overrides = tiny_overrides(tiny_cifar, tmp_path, **extra)
     result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *overrides], cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "each CPU process normalizes its own batch" in result.stdout
@@ -74,3 +76,58 @@ def test_ddp_on_two_cpu_processes_through_the_entry_point(tiny_cifar, tmp_path):
     args = json.loads((run_dir / "args.json").read_text())
     assert args["devices"] == [0, 1] and args["strategy"] == "ddp"
     assert len(list(run_dir.glob("*.ckpt"))) == 1
+    # solo-learn's lr scale is batch x processes / 256; view-parallel processes share images
+    processes_holding_distinct_images = 1 if view_parallel else 2
+    assert args["optimizer"]["lr"] == pytest.approx(5e-4 * 8 * processes_holding_distinct_images / 256)
+
+
+def _view_parallel_worker(rank: int, init_file: str, out_dir: str, overrides: list, batch: list) -> None:
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    from mvssl_plugin.cli.common import compose_recipe
+    from mvssl_plugin.cli.pretrain import build_pretrain_model
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    cfg = compose_recipe("mabt_cifar.yaml", "pretrain", overrides + ["method_kwargs.view_parallel=true"])
+    _, model = build_pretrain_model(cfg)  # same seed: the same initial weights in every process
+    loss = model.training_step(batch, 0)
+    loss.backward()
+    grads = {}
+    for name, param in model.named_parameters():  # what DDP does: average over processes
+        if param.grad is not None:
+            dist.all_reduce(param.grad)
+            grads[name] = param.grad / WORLD
+    torch.save({"loss": loss.detach(), "grads": grads}, os.path.join(out_dir, f"view_parallel{rank}.pt"))
+    dist.destroy_process_group()
+
+
+def test_view_parallel_equals_one_process_with_all_views(tiny_cifar, tmp_path):
+    """4 views over 2 processes, 2 each: the same loss and averaged gradients as one
+    process forwarding all 4 views (per-view BatchNorm makes this exact, no SyncBN needed)."""
+    from conftest import tiny_overrides
+
+    from mvssl_plugin.cli.common import compose_recipe
+    from mvssl_plugin.cli.pretrain import build_pretrain_model
+
+    overrides = tiny_overrides(tiny_cifar, tmp_path, strategy="ddp", devices=2)
+    gen = torch.Generator().manual_seed(0)
+    batch = [torch.arange(8), [torch.randn(8, 3, 32, 32, generator=gen) for _ in range(4)], torch.randint(0, 3, (8,))]
+    mp.spawn(
+        _view_parallel_worker, args=(str(tmp_path / "init"), str(tmp_path), overrides, batch), nprocs=WORLD, join=True
+    )
+    ranks = [torch.load(tmp_path / f"view_parallel{r}.pt") for r in range(WORLD)]
+
+    _, single = build_pretrain_model(compose_recipe("mabt_cifar.yaml", "pretrain", overrides))
+    loss = single.training_step(batch, 0)
+    loss.backward()
+    # the m-view loss is the same everywhere; the online classifier's loss is each
+    # process's share of the views, so its mean over processes is the one-process value
+    mean_loss = torch.stack([result["loss"] for result in ranks]).mean()
+    torch.testing.assert_close(mean_loss, loss.detach(), rtol=1e-5, atol=1e-6)
+    for result in ranks:
+        for name, param in single.named_parameters():
+            error = (result["grads"][name] - param.grad).abs().max()
+            assert error <= 1e-4 * param.grad.abs().max() + 1e-6, f"{name}: {error}"

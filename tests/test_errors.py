@@ -31,6 +31,13 @@ CASES = [
     ("mabt_cifar.yaml", {"optimizer.batch_size": 64}, "fewer than optimizer.batch_size=64"),
     ("mabt_cifar.yaml", {"method_kwargs.redundancy": "pairs"}, "method_kwargs.redundancy='pairs'"),
     ("mabt_cifar.yaml", {"method_kwargs.fused_forward": "yes"}, "method_kwargs.fused_forward='yes'"),
+    ("mabt_cifar.yaml", {"method_kwargs.view_parallel": True}, "spreads 4 views over 1 process"),
+    ("mabt_cifar.yaml", {"method_kwargs.view_parallel": True, "devices": 3}, "spreads 4 views over 3 process"),
+    (
+        "mabt_cifar_multicrop.yaml",
+        {"method_kwargs.view_parallel": True, "devices": 2},
+        "view_parallel=true needs views of one resolution",
+    ),
 ]
 
 

@@ -254,6 +254,8 @@ def build_trainer(
         callbacks=callbacks,
         enable_checkpointing=False,
         devices=trainer_devices(cfg),
+        # view-parallel runs give every process the same images and split the views instead
+        use_distributed_sampler=not OmegaConf.select(cfg, "method_kwargs.view_parallel", default=False),
         strategy=DDPStrategy(find_unused_parameters=False) if cfg.strategy == "ddp" else cfg.strategy,
     )
     return Trainer(**kwargs)

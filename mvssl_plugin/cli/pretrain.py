@@ -20,16 +20,21 @@ def build_pretrain_model(cfg: DictConfig):
     from solo.args.pretrain import parse_cfg
     from solo.methods.base import BaseMethod
 
-    from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, check_pretrain_cfg
+    from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, check_pretrain_cfg, select, world_size
     from mvssl_plugin.registry import BACKBONE_NAMES, METHOD_NAMES, register
 
     cfg = prepare_cfg(cfg)
     methods = register()
-    check_pretrain_cfg(cfg, methods, METHOD_NAMES, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     for notice in adapt_to_hardware(cfg):
         print(f"mvssl: {notice}")
+    check_pretrain_cfg(cfg, methods, METHOD_NAMES, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     apply_backbone_defaults(cfg, BACKBONE_NAMES)
     cfg = parse_cfg(cfg)
+    if select(cfg, "method_kwargs.view_parallel", False):
+        # solo-learn scales lr by batch x processes / 256, but here every process holds
+        # the same images: the global batch is one process's batch
+        cfg.optimizer.lr /= world_size(cfg)
+        cfg.optimizer.classifier_lr /= world_size(cfg)
     seed_everything(cfg.seed)
     return cfg, methods[cfg.method](cfg)
 

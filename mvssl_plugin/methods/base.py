@@ -13,13 +13,15 @@ from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 import omegaconf
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 from solo.methods.base import BaseMethod
 from solo.utils.misc import omegaconf_select
 
-from mvssl_plugin.config import check_augmentations, check_projector_dims, resolve_beta
+from mvssl_plugin.config import check_augmentations, check_projector_dims, check_view_parallel, resolve_beta
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses import REDUNDANCY_MODES
+from mvssl_plugin.losses.distributed import gather_batch, is_distributed
 
 
 def build_projector(features_dim: int, hidden_dim: int, output_dim: int) -> nn.Sequential:
@@ -48,6 +50,9 @@ class MultiViewMethod(BaseMethod):
             fused_forward (bool): forward all views of one resolution in one backbone
                 call (faster; BatchNorm then sees m x batch images, so m = 2 is no longer
                 bit-identical to the two-view method). Defaults to False.
+            view_parallel (bool): under DDP, spread the views over the processes instead
+                of the images (m / world size views each, the same images everywhere).
+                Per-view, it trains exactly as one process with all m views. Defaults to False.
     """
 
     #: metric name, shared with the matching solo-learn method so curves overlay in wandb
@@ -58,6 +63,7 @@ class MultiViewMethod(BaseMethod):
         kwargs = cfg.method_kwargs
         self.redundancy: str = kwargs.redundancy
         self.fused_forward: bool = kwargs.fused_forward
+        self.view_parallel: bool = kwargs.view_parallel
         self.projector = build_projector(self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim)
 
     @staticmethod
@@ -74,6 +80,8 @@ class MultiViewMethod(BaseMethod):
         cfg.method_kwargs.fused_forward = omegaconf_select(cfg, "method_kwargs.fused_forward", False)
         if not isinstance(cfg.method_kwargs.fused_forward, bool):
             raise ConfigError(f"method_kwargs.fused_forward={cfg.method_kwargs.fused_forward!r}: use true or false")
+        cfg.method_kwargs.view_parallel = omegaconf_select(cfg, "method_kwargs.view_parallel", False)
+        check_view_parallel(cfg)
         resolve_beta(cfg)
         return cfg
 
@@ -96,23 +104,31 @@ class MultiViewMethod(BaseMethod):
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def _one_crop_per_resolution(self) -> Iterator[None]:
-        """Lets solo-learn's step treat each resolution's views as one concatenated crop."""
-        saved = self.num_large_crops, self.num_small_crops, self.num_crops
-        self.num_large_crops = 1
-        self.num_small_crops = int(saved[1] > 0)
-        self.num_crops = self.num_large_crops + self.num_small_crops
+    def _crop_counts(self, num_large: int, num_small: int) -> Iterator[None]:
+        """Lets solo-learn's step see ``num_large``/``num_small`` crops for one call."""
+        saved = self.num_large_crops, self.num_small_crops, self.num_crops, self.multicrop
+        self.num_large_crops, self.num_small_crops = num_large, num_small
+        self.num_crops, self.multicrop = num_large + num_small, num_small > 0
         try:
             yield
         finally:
-            self.num_large_crops, self.num_small_crops, self.num_crops = saved
+            self.num_large_crops, self.num_small_crops, self.num_crops, self.multicrop = saved
 
-    def _fused_step(self, batch: Sequence[Any], batch_idx: int) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
-        """One backbone call per resolution; returns solo-learn's outputs and the m views' z."""
-        indexes, views, targets = batch
-        large, small = views[: self.num_large_crops], views[self.num_large_crops :]
+    def _forward_views(
+        self, indexes: torch.Tensor, large: List[torch.Tensor], small: List[torch.Tensor], targets, batch_idx: int
+    ) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
+        """solo-learn's shared step over the given views; returns its outputs and each view's z.
+
+        Per-view by default; with ``fused_forward`` each resolution's views go through the
+        backbone as one concatenated crop (targets repeated so the online classifier and
+        kNN see the same pairs as per-view).
+        """
+        if not self.fused_forward:
+            with self._crop_counts(len(large), len(small)):
+                out = BaseMethod.training_step(self, [indexes, large + small, targets], batch_idx)
+            return out, list(out["z"])
         fused = [torch.cat(large)] + ([torch.cat(small)] if small else [])
-        with self._one_crop_per_resolution():
+        with self._crop_counts(1, int(bool(small))):
             out = BaseMethod.training_step(self, [indexes, fused, targets.repeat(len(large))], batch_idx)
         z = list(out["z"][0].chunk(len(large)))
         if small:
@@ -120,12 +136,24 @@ class MultiViewMethod(BaseMethod):
         return out, z
 
     def training_step(self, batch: Sequence[Any], batch_idx: int) -> torch.Tensor:
-        """solo-learn's shared step (online classifier, kNN, metrics) plus the m-view loss."""
-        if self.fused_forward:
-            out, z = self._fused_step(batch, batch_idx)
-        else:
-            out = super().training_step(batch, batch_idx)
-            z = out["z"]
+        """solo-learn's shared step (online classifier, kNN, metrics) plus the m-view loss.
+
+        With ``view_parallel`` under DDP every process gets the same images (no sampler
+        sharding), forwards its own contiguous share of the views, and the projected views
+        are gathered (autograd-aware) so each process computes the loss over all m views.
+        """
+        indexes, views, targets = batch
+        views = [views] if isinstance(views, torch.Tensor) else list(views)
+        if len(views) != self.num_crops:
+            raise ValueError(f"expected {self.num_crops} views per image from the loader, got {len(views)}")
+        large, small = views[: self.num_large_crops], views[self.num_large_crops :]
+        split = self.view_parallel and is_distributed()
+        if split:
+            share = len(large) // dist.get_world_size()
+            large = large[dist.get_rank() * share : (dist.get_rank() + 1) * share]
+        out, z = self._forward_views(indexes, large, small, targets, batch_idx)
+        if split:
+            z = list(gather_batch(torch.stack(z), dim=0))
         ssl_loss = self.multiview_loss(z)
         if not torch.isfinite(ssl_loss):
             raise FloatingPointError(
