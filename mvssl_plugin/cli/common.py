@@ -195,6 +195,15 @@ class EpochSummary(Callback):
         if self._trained_epoch is not None:
             self._print(trainer, "train", self._trained_epoch)
 
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        """Closes the progress bars now, so they are not redrawn at interpreter exit,
+        after everything else the run printed."""
+        bar = trainer.progress_bar_callback
+        for name in ("_train_progress_bar", "_val_progress_bar", "_test_progress_bar", "_predict_progress_bar"):
+            tqdm_bar = getattr(bar, name, None)
+            if tqdm_bar is not None:
+                tqdm_bar.close()
+
     @staticmethod
     def _print(trainer, prefix: str, epoch: int) -> None:
         metrics = {
