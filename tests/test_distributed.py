@@ -79,6 +79,10 @@ def test_ddp_on_two_cpu_processes_through_the_entry_point(view_parallel, tiny_ci
     # solo-learn's lr scale is batch x processes / 256; view-parallel processes share images
     processes_holding_distinct_images = 1 if view_parallel else 2
     assert args["optimizer"]["lr"] == pytest.approx(5e-4 * 8 * processes_holding_distinct_images / 256)
+    # data-parallel: each process its own shard of the 24 images (12, one batch of 8 kept);
+    # view-parallel: every process all 24 images (3 batches)
+    state = torch.load(next(run_dir.glob("*.ckpt")), map_location="cpu", weights_only=False)
+    assert state["global_step"] == (3 if view_parallel else 1)
 
 
 def _view_parallel_worker(rank: int, init_file: str, out_dir: str, overrides: list, batch: list) -> None:
