@@ -157,7 +157,14 @@ SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_op
 
 
 def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
-    """Optimizer, scheduler, precision and the other numbers of :data:`TRAINING_RULES`."""
+    """Batch size, epochs, optimizer, scheduler, precision and the other numbers of
+    :data:`TRAINING_RULES`."""
+    batch_size = select(cfg, "optimizer.batch_size")
+    if not _is_int(batch_size) or batch_size < 2:
+        raise ConfigError(f"optimizer.batch_size={batch_size!r}: must be an integer >= 2 (batch statistics)")
+    max_epochs = select(cfg, "max_epochs")
+    if not _is_int(max_epochs) or max_epochs < 1:
+        raise ConfigError(f"max_epochs={max_epochs!r}: must be an integer >= 1")
     name = select(cfg, "optimizer.name")
     if name not in optimizers:
         raise ConfigError(f"optimizer.name={name!r}: choose one of {sorted(optimizers)}")
@@ -292,15 +299,6 @@ def _check_data(cfg: DictConfig) -> None:
         _check_data_path(cfg, "data.val_path")
 
 
-def _check_optimizer(cfg: DictConfig) -> None:
-    batch_size = select(cfg, "optimizer.batch_size")
-    if not _is_int(batch_size) or batch_size < 2:
-        raise ConfigError(f"optimizer.batch_size={batch_size!r}: must be an integer >= 2 (batch statistics)")
-    max_epochs = select(cfg, "max_epochs")
-    if not _is_int(max_epochs) or max_epochs < 1:
-        raise ConfigError(f"max_epochs={max_epochs!r}: must be an integer >= 1")
-
-
 def apply_backbone_defaults(cfg: DictConfig, plugin_backbones: tuple[str, ...]) -> None:
     """Gives the plugin's backbones solo-learn's small-image stem on CIFAR unless set."""
     name = select(cfg, "backbone.name")
@@ -324,7 +322,6 @@ def check_pretrain_cfg(
     _check_data(cfg)
     check_augmentations(cfg, multiview)
     check_projector_dims(cfg, required=multiview)
-    _check_optimizer(cfg)
     check_training_keys(cfg, optimizers)
     if multiview:
         check_view_parallel(cfg)
@@ -355,7 +352,6 @@ def check_linear_cfg(cfg: DictConfig, backbones: dict, optimizers: tuple[str, ..
     _check_data(cfg)
     if select(cfg, "data.val_path") is None:
         raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")
-    _check_optimizer(cfg)
     check_training_keys(cfg, optimizers)
 
 

@@ -173,8 +173,8 @@ class EpochSummary(Callback):
 
     Hooks are chosen to run after Lightning has reduced the epoch's values: validation
     at ``on_validation_end``, training at the next epoch's start and at the end of fit,
-    and only for epochs this process trained (a resumed run's restored accumulators are
-    not an epoch's mean).
+    and only for epochs this process trained (a resumed run has no values for the epoch
+    it resumed after).
     """
 
     def __init__(self) -> None:

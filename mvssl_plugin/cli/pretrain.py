@@ -33,8 +33,9 @@ def build_pretrain_model(cfg: DictConfig):
     if select(cfg, "method_kwargs.view_parallel", False):
         # solo-learn scales lr by batch x processes / 256, but here every process holds
         # the same images: the global batch is one process's batch
-        cfg.optimizer.lr /= world_size(cfg)
-        cfg.optimizer.classifier_lr /= world_size(cfg)
+        processes = world_size(cfg)
+        cfg.optimizer.lr /= processes
+        cfg.optimizer.classifier_lr /= processes
     seed_everything(cfg.seed)
     return cfg, methods[cfg.method](cfg)
 
