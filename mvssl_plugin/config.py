@@ -16,7 +16,7 @@ from typing import Any, Optional
 from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin import beta as beta_rule
-from mvssl_plugin.data.folders import is_image_folder_tree
+from mvssl_plugin.data.folders import empty_class_folders, is_image_folder_tree
 from mvssl_plugin.errors import ConfigError
 
 AUTO = "auto"
@@ -26,7 +26,8 @@ AUGMENTATION_PROBABILITIES = tuple(
     f"{name}.prob"
     for name in ("color_jitter", "grayscale", "gaussian_blur", "solarization", "equalization", "horizontal_flip")
 )
-SUPPORTED_FORMATS = ("image_folder", "h5")
+SUPPORTED_FORMATS = ("image_folder", "h5", "dali")
+DALI_DEVICES = ("auto", "cpu", "gpu")
 
 
 @dataclass(frozen=True)
@@ -255,11 +256,58 @@ def torchvision_archive_present(dataset: str, path: str) -> bool:
     return os.path.isdir(os.path.join(path, folder))
 
 
+def _check_class_folders(key: str, path: str) -> None:
+    empty = empty_class_folders(path)
+    if empty:
+        raise ConfigError(
+            f"{key}={path!r}: class folder(s) {empty[:5]} hold no images: remove them or add images "
+            "(every sub-folder is a class)"
+        )
+
+
+def _check_dali(cfg: DictConfig) -> None:
+    """DALI reads ImageFolder trees (any dataset) and decodes on the CPU or a GPU."""
+    from mvssl_plugin.data.dali import dali_available
+
+    if not dali_available():
+        raise ConfigError(
+            "data.format=dali needs NVIDIA DALI, which is not installed: "
+            "pip install nvidia-dali-cuda120 (or use data.format=image_folder)"
+        )
+    device = select(cfg, "dali.device", AUTO)
+    if device not in DALI_DEVICES:
+        raise ConfigError(f"dali.device={device!r}: choose one of {DALI_DEVICES}")
+    if device == AUTO:
+        import torch
+
+        device = "gpu" if select(cfg, "accelerator") in ("gpu", "cuda") and torch.cuda.is_available() else "cpu"
+    elif device == "gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("dali.device=gpu needs a CUDA GPU, and none is visible: set dali.device=cpu")
+    cfg.dali = select(cfg, "dali", {}) or {}
+    cfg.dali.device = device
+    threads = select(cfg, "dali.num_threads")
+    if threads is not None and not _count(threads):
+        raise ConfigError(f"dali.num_threads={threads!r}: must be an integer >= 1 (or null for data.num_workers)")
+    path = select(cfg, "data.train_path")
+    if path is None or not os.path.exists(str(path)):
+        raise ConfigError(f"data.train_path={path!r} does not exist: point it at an ImageFolder tree of images")
+    if not select(cfg, "data.no_labels", False) and not is_image_folder_tree(path):
+        raise ConfigError(
+            f"data.train_path={path!r} is not an ImageFolder tree (one sub-folder of images per class), "
+            "which data.format=dali reads: convert it, or use data.format=image_folder"
+        )
+
+
 def _check_data_path(cfg: DictConfig, key: str) -> None:
     path = select(cfg, key)
     dataset = cfg.data.dataset
-    if dataset in ("cifar10", "cifar100", "stl10") and cfg.data.format == "image_folder":
-        if path is not None and (is_image_folder_tree(path) or torchvision_archive_present(dataset, path)):
+    if dataset in ("cifar10", "cifar100", "stl10") and cfg.data.format in ("image_folder", "dali"):
+        if path is not None and is_image_folder_tree(path):
+            return _check_class_folders(key, path)
+        if path is not None and torchvision_archive_present(dataset, path):
             return
         if select(cfg, "data.download", False):
             return
@@ -275,9 +323,10 @@ def _check_data_path(cfg: DictConfig, key: str) -> None:
         )
     if path is None or not os.path.exists(str(path)):
         raise ConfigError(f"{key}={path!r} does not exist: point it at your {dataset} data")
-    if cfg.data.format == "image_folder" and not select(cfg, "data.no_labels", False):
+    if cfg.data.format in ("image_folder", "dali") and not select(cfg, "data.no_labels", False):
         if not is_image_folder_tree(path):
             raise ConfigError(f"{key}={path!r} is not an ImageFolder tree (one sub-folder of images per class)")
+        _check_class_folders(key, path)
 
 
 def _check_data(cfg: DictConfig) -> None:
@@ -285,12 +334,10 @@ def _check_data(cfg: DictConfig) -> None:
     if dataset not in SUPPORTED_DATASETS:
         raise ConfigError(f"data.dataset={dataset!r}: choose one of {SUPPORTED_DATASETS}")
     cfg.data.format = select(cfg, "data.format", "image_folder")
-    if cfg.data.format == "dali":
-        raise ConfigError(
-            "data.format=dali: this version of mvssl-plugin has no DALI pipeline yet; use data.format=image_folder"
-        )
     if cfg.data.format not in SUPPORTED_FORMATS:
         raise ConfigError(f"data.format={cfg.data.format!r}: choose one of {SUPPORTED_FORMATS}")
+    if cfg.data.format == "dali":
+        _check_dali(cfg)
     fraction = select(cfg, "data.fraction", -1)
     if not _is_number(fraction) or not (fraction == -1 or 0 < fraction < 1):
         raise ConfigError(f"data.fraction={fraction!r}: use -1 for all images or a number in (0, 1)")
@@ -325,6 +372,8 @@ def check_pretrain_cfg(
     check_training_keys(cfg, optimizers)
     if multiview:
         check_view_parallel(cfg)
+    for notice in check_signals(cfg):
+        print(f"mvssl: {notice}")
     resolve_beta(cfg)
 
 
@@ -333,6 +382,50 @@ def newest_checkpoint(run_dir: str) -> Optional[str]:
     Hydra overrides would need quoted, so a run folder is accepted instead)."""
     ckpts = [os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".ckpt")]
     return max(ckpts, key=os.path.getmtime) if ckpts else None
+
+
+PROBE_RULES = (
+    ("probe.train_patches", _count, "must be an integer >= 1"),
+    ("probe.test_patches", _count, "must be an integer >= 1"),
+    ("probe.epochs", _count, "must be an integer >= 1"),
+    ("probe.lr", _positive, "must be a number > 0"),
+    ("probe.batch_size", _count, "must be an integer >= 1"),
+    ("probe.weight_decay", _non_negative, "must be a number >= 0"),
+)
+
+
+def check_probe_cfg(cfg: DictConfig) -> None:
+    """The fast probe's keys (when the linear recipe has a ``probe`` block)."""
+    if select(cfg, "probe") is None:
+        return
+    for key, ok, what in PROBE_RULES:
+        if select(cfg, key) is None:
+            raise ConfigError(f"{key} is missing: set it (see scripts/linear/cifar10/probe_cifar.yaml)")
+        require(cfg, key, ok, what)
+    device = select(cfg, "probe.device", AUTO)
+    if not isinstance(device, str) or not (device in (AUTO, "cpu") or device.startswith("cuda")):
+        raise ConfigError(f"probe.device={device!r}: use auto, cpu or cuda")
+    cfg.probe.device = device
+
+
+def check_signals(cfg: DictConfig) -> list[str]:
+    """``time_to_accuracy`` and ``effective_rank`` (training-time signals); both need the
+    validation set, and are switched off, with a notice, in runs without one."""
+    notices = []
+    no_val = select(cfg, "data.val_path") is None
+    for key in ("time_to_accuracy", "effective_rank"):
+        if select(cfg, f"{key}.enabled", False) and no_val:
+            cfg[key].enabled = False
+            notices.append(f"{key} is off: it measures on the validation set and data.val_path is null")
+    if select(cfg, "time_to_accuracy.enabled", False):
+        metrics, targets = select(cfg, "time_to_accuracy.metrics"), select(cfg, "time_to_accuracy.targets")
+        if not metrics or any(not isinstance(m, str) for m in metrics):
+            raise ConfigError(f"time_to_accuracy.metrics={metrics!r}: list metric names, e.g. [val_acc1]")
+        if not targets or any(not (_is_number(t) and 0 < t <= 100) for t in targets):
+            raise ConfigError(f"time_to_accuracy.targets={targets!r}: list accuracies in (0, 100], e.g. [50, 80]")
+    if select(cfg, "effective_rank.enabled", False):
+        require(cfg, "effective_rank.num_samples", lambda v: _is_int(v) and v >= 2, "must be an integer >= 2")
+    return notices
 
 
 def check_linear_cfg(cfg: DictConfig, backbones: dict, optimizers: tuple[str, ...]) -> None:

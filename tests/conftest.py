@@ -59,7 +59,10 @@ def tiny_overrides(data: dict, out_dir: Path, **extra) -> list[str]:
 
 def run_entry(script: str, args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     """Runs ``python <repo>/<script> args...`` as a user would, from ``cwd``."""
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    # a wandb run made in this process leaves WANDB_SERVICE set: a child would attach to that
+    # service and write its files elsewhere; each command gets its own, files under cwd
+    env = {k: v for k, v in os.environ.items() if k not in ("WANDB_SERVICE", "WANDB_DIR")}
+    env.update(PYTHONWARNINGS="ignore", WANDB_DIR=str(cwd))
     return subprocess.run(
         [sys.executable, str(REPO / script), *args],
         cwd=cwd,

@@ -18,7 +18,7 @@ INVALID = {
     "backbone.name": ["resnet9", "null"],
     "+backbone.kwargs.width": [0, -4, "wide"],
     "data.dataset": ["cifar11", "null"],
-    "data.format": ["dali", "lmdb"],
+    "data.format": ["lmdb", "DALI"],
     "data.fraction": [0, 1, 1.5, -0.5, "half"],
     "data.num_workers": [-1, 1.5],
     "data.num_views": [0, 1, -3, 2.5],

@@ -62,12 +62,15 @@ def test_two_processes_equal_one_process_on_the_whole_batch(name, fn, redundancy
     assert relative <= 1e-5, f"gradient differs by {relative:.2e} (relative to its largest entry)"
 
 
-@pytest.mark.parametrize("view_parallel", [False, True])
-def test_ddp_on_two_cpu_processes_through_the_entry_point(view_parallel, tiny_cifar, tmp_path):
-    """Lightning re-launches the command line for each process; the recipe must survive it."""
+@pytest.mark.parametrize(
+    "view_parallel,data_format", [(False, "image_folder"), (True, "image_folder"), (False, "dali"), (True, "dali")]
+)
+def test_ddp_on_two_cpu_processes_through_the_entry_point(view_parallel, data_format, tiny_cifar, tmp_path):
+    """Lightning re-launches the command line for each process; the recipe must survive it.
+    Both m-view pipelines shard the images over the processes (or not, view-parallel)."""
     from conftest import run_entry, tiny_overrides
 
-    extra = {"strategy": "ddp", "devices": 2, "method_kwargs.view_parallel": view_parallel}
+    extra = {"strategy": "ddp", "devices": 2, "method_kwargs.view_parallel": view_parallel, "data.format": data_format}
     overrides = tiny_overrides(tiny_cifar, tmp_path, **extra)
     result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *overrides], cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -76,6 +79,7 @@ def test_ddp_on_two_cpu_processes_through_the_entry_point(view_parallel, tiny_ci
     args = json.loads((run_dir / "args.json").read_text())
     assert args["devices"] == [0, 1] and args["strategy"] == "ddp"
     assert len(list(run_dir.glob("*.ckpt"))) == 1
+    assert "rank_backbone" in (run_dir / "metrics.csv").read_text()  # signals under DDP, written once
     # solo-learn's lr scale is batch x processes / 256; view-parallel processes share images
     processes_holding_distinct_images = 1 if view_parallel else 2
     assert args["optimizer"]["lr"] == pytest.approx(5e-4 * 8 * processes_holding_distinct_images / 256)

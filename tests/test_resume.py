@@ -3,6 +3,7 @@ in the same run folder, and a truncated checkpoint is never the one resumed from
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 import shutil
@@ -30,9 +31,12 @@ def data(tmp_path_factory):
     }
 
 
-def command(data, out: Path) -> list[str]:
+def command(data, out: Path, data_format: str = "image_folder") -> list[str]:
     overrides = tiny_overrides(
-        data, out, max_epochs=MAX_EPOCHS, **{"auto_resume.enabled": True, "optimizer.lr": 0.05, "precision": 32}
+        data,
+        out,
+        max_epochs=MAX_EPOCHS,
+        **{"auto_resume.enabled": True, "optimizer.lr": 0.05, "precision": 32, "data.format": data_format},
     )
     return ["--config-name", "mabt_cifar.yaml", *overrides]
 
@@ -47,8 +51,9 @@ def wait_for(pattern: str, root: Path, timeout: float = 120) -> Path:
     raise TimeoutError(pattern)
 
 
-def test_killed_run_resumes_in_the_same_folder_and_continues(data, tmp_path):
-    args = command(data, tmp_path)
+@pytest.mark.parametrize("data_format", ["image_folder", "dali"])
+def test_killed_run_resumes_in_the_same_folder_and_continues(data_format, data, tmp_path):
+    args = command(data, tmp_path, data_format)
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     first = subprocess.Popen(
         [sys.executable, str(REPO / "main_pretrain.py"), *args],
@@ -78,11 +83,17 @@ def test_killed_run_resumes_in_the_same_folder_and_continues(data, tmp_path):
     # one run folder, one final checkpoint, no partial files: the same run, continued
     assert list((tmp_path / "mabt").iterdir()) == [run_dir]
     assert [p.name.split("-ep=")[1] for p in run_dir.glob("*.ckpt*")] == [f"{MAX_EPOCHS - 1}.ckpt"]
+    # metrics.csv: one row per epoch, clocks carried over the kill (re-run epochs replaced)
+    with open(run_dir / "metrics.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["epoch"]) for r in rows] == list(range(MAX_EPOCHS))
+    seconds = [float(r["train_seconds"]) for r in rows]
+    assert all(a < b for a, b in zip(seconds, seconds[1:])), seconds
     validated = sorted({int(e) for e in re.findall(r"mvssl: epoch (\d+) val_", second.stdout)})
     assert validated == list(range(start, MAX_EPOCHS)), "the resumed run must not repeat finished epochs"
 
     # the same curve: epoch by epoch, the loss of an uninterrupted run of the same command
-    reference = run_entry("main_pretrain.py", command(data, tmp_path / "reference"), cwd=tmp_path)
+    reference = run_entry("main_pretrain.py", command(data, tmp_path / "reference", data_format), cwd=tmp_path)
     assert reference.returncode == 0, reference.stderr[-2000:]
     resumed_curve, reference_curve = epoch_losses(second.stdout), epoch_losses(reference.stdout)
     assert sorted(resumed_curve) == list(range(start, MAX_EPOCHS))

@@ -13,7 +13,7 @@ from typing import Callable, List, Optional, Tuple
 from lightning.pytorch.callbacks import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.errors import ConfigError, DataError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Config groups shared by the recipes under scripts/<kind>/, not recipes themselves.
@@ -91,8 +91,9 @@ def _without_option(argv: List[str], *flags: str) -> List[str]:
 
 
 def report_config_errors(task: Callable[[DictConfig], object]) -> Callable[[DictConfig], object]:
-    """Prints a :class:`ConfigError` (exit 2) or a non-finite loss (exit 3) as one line,
-    instead of Hydra's traceback. Checkpoints already written stay as they are."""
+    """Prints a :class:`ConfigError` (exit 2), a non-finite loss (exit 3) or a
+    :class:`DataError` (exit 4) as one line, instead of Hydra's traceback. Checkpoints
+    already written stay as they are."""
 
     def wrapped(cfg: DictConfig):
         try:
@@ -103,6 +104,9 @@ def report_config_errors(task: Callable[[DictConfig], object]) -> Callable[[Dict
         except FloatingPointError as err:
             print(f"mvssl training stopped: {err}", file=sys.stderr)
             sys.exit(3)
+        except DataError as err:
+            print(f"mvssl data error: {err}", file=sys.stderr)
+            sys.exit(4)
 
     return wrapped
 
@@ -218,6 +222,28 @@ class EpochSummary(Callback):
             bar.print(line) if bar is not None else print(line, flush=True)  # keeps tqdm's bars intact
 
 
+def run_tags(cfg: DictConfig) -> List[str]:
+    """wandb tags that make runs of one project comparable: method, views, projector
+    dimension, orthogonality weight (beta), data fraction."""
+    from mvssl_plugin.config import BETA_SLOTS, count_views
+
+    method = cfg.method
+    slot = BETA_SLOTS.get(method)
+    beta = OmegaConf.select(cfg, f"method_kwargs.{slot.key}") if slot else None
+    if slot is not None and slot.relative_to and beta is not None:
+        beta = beta / OmegaConf.select(cfg, f"method_kwargs.{slot.relative_to}", default=slot.relative_default)
+    fraction = OmegaConf.select(cfg, "data.fraction", default=-1)
+    tags = [
+        f"method:{method}",
+        f"views:{count_views(cfg)}",
+        f"pdim:{OmegaConf.select(cfg, 'method_kwargs.proj_output_dim')}",
+        f"fraction:{1.0 if fraction in (None, -1) else fraction:g}",
+    ]
+    if beta is not None:
+        tags.append(f"beta:{beta:.4g}")
+    return tags
+
+
 def build_trainer(
     cfg: DictConfig, model, run_kind: str, wandb_run_id: Optional[str], resume_path: Optional[str] = None
 ):
@@ -231,8 +257,14 @@ def build_trainer(
 
     from mvssl_plugin.cli.checkpoints import AtomicCheckpointer
     from mvssl_plugin.config import trainer_devices
+    from mvssl_plugin.eval.callbacks import EffectiveRank, RunLog, TimeToAccuracy
 
-    callbacks, logger = [EpochSummary()], None
+    # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
+    callbacks, logger = [EpochSummary(), RunLog()], None
+    if OmegaConf.select(cfg, "time_to_accuracy.enabled", default=False):
+        callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets))
+    if OmegaConf.select(cfg, "effective_rank.enabled", default=False):
+        callbacks.append(EffectiveRank(cfg.effective_rank.num_samples))
     if cfg.checkpoint.enabled:
         callbacks.append(
             AtomicCheckpointer(
@@ -251,6 +283,7 @@ def build_trainer(
             offline=cfg.wandb.offline,
             resume="allow" if wandb_run_id else None,
             id=wandb_run_id,
+            tags=run_tags(cfg) if run_kind != "linear" else [run_kind],
         )
         logger.watch(model, log="gradients", log_freq=100)
         logger.log_hyperparams(OmegaConf.to_container(cfg))

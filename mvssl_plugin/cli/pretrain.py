@@ -29,7 +29,11 @@ def build_pretrain_model(cfg: DictConfig):
         print(f"mvssl: {notice}")
     check_pretrain_cfg(cfg, methods, METHOD_NAMES, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     apply_backbone_defaults(cfg, BACKBONE_NAMES)
+    # solo-learn's parser keeps its own DALI path to ImageNet folders; ours reads any tree
+    data_format = cfg.data.format
+    cfg.data.format = "image_folder" if data_format == "dali" else data_format
     cfg = parse_cfg(cfg)
+    cfg.data.format = data_format
     if select(cfg, "method_kwargs.view_parallel", False):
         # solo-learn scales lr by batch x processes / 256, but here every process holds
         # the same images: the global batch is one process's batch
@@ -42,13 +46,28 @@ def build_pretrain_model(cfg: DictConfig):
 
 def pretrain(cfg: DictConfig):
     """Pretrains the method a composed Hydra config names; returns the fitted Trainer."""
-    from mvssl_plugin.data.folders import pretrain_loader, pretrain_transform, pretrain_val_loader
+    from mvssl_plugin.data.folders import (
+        check_batch_fits,
+        pretrain_loader,
+        pretrain_samples,
+        pretrain_transform,
+        pretrain_val_loader,
+    )
 
     cfg, model = build_pretrain_model(cfg)
-    transform = pretrain_transform(cfg)
-    if cfg.debug_augmentations:
-        print("Transforms:", transform, sep="\n")
-    train_loader = pretrain_loader(cfg, transform)
+    if cfg.data.format == "dali":
+        from mvssl_plugin.data.dali import pretrain_dali_loader
+
+        files, targets = pretrain_samples(cfg)
+        check_batch_fits(cfg, len(files))
+        train_loader = pretrain_dali_loader(cfg, files, targets)
+        if cfg.debug_augmentations:
+            print("DALI views:", *train_loader.recipes, sep="\n")
+    else:
+        transform = pretrain_transform(cfg)
+        if cfg.debug_augmentations:
+            print("Transforms:", transform, sep="\n")
+        train_loader = pretrain_loader(cfg, transform)
     return fit(cfg, model, train_loader, pretrain_val_loader(cfg), cfg.method)
 
 

@@ -32,6 +32,17 @@ def is_image_folder_tree(path: Optional[str | os.PathLike]) -> bool:
     return False
 
 
+def empty_class_folders(path: str | os.PathLike) -> list[str]:
+    """Sub-folders of an ImageFolder tree without a single image file."""
+    empty = []
+    for entry in sorted(os.scandir(path), key=lambda e: e.name):
+        if entry.is_dir() and not any(
+            child.is_file() and child.name.lower().endswith(IMAGE_EXTENSIONS) for child in os.scandir(entry.path)
+        ):
+            empty.append(entry.name)
+    return empty
+
+
 def solo_dataset_name(dataset: str, path: Optional[str | os.PathLike]) -> str:
     """The name to hand solo-learn's dataset builders: ``custom`` for ImageFolder trees
     of datasets it would otherwise download (its ``custom`` path is a plain ImageFolder)."""
@@ -49,46 +60,74 @@ def pretrain_transform(cfg: DictConfig) -> Callable:
     )
 
 
+def pretrain_dataset(cfg: DictConfig, transform: Optional[Callable]):
+    """solo-learn's pretraining dataset (``data.fraction`` applied: its stratified subset,
+    sklearn, seed 42), ImageFolder trees included."""
+    from solo.data.pretrain_dataloader import prepare_datasets
+
+    return prepare_datasets(
+        solo_dataset_name(cfg.data.dataset, cfg.data.train_path),
+        transform,
+        train_data_path=cfg.data.train_path,
+        data_format="image_folder" if cfg.data.format == "dali" else cfg.data.format,
+        no_labels=bool(cfg.data.get("no_labels", False)),
+        download=bool(cfg.data.get("download", False)),
+        data_fraction=cfg.data.fraction,
+    )
+
+
+def pretrain_samples(cfg: DictConfig) -> Tuple[list[str], list[int]]:
+    """(image paths, class indexes) of the pretraining set, the very files and order the
+    torchvision path's dataset holds; class -1 for unlabelled folders."""
+    dataset = pretrain_dataset(cfg, None)
+    if hasattr(dataset, "samples"):
+        return [path for path, _ in dataset.samples], [int(label) for _, label in dataset.samples]
+    files = [os.path.join(dataset.root, name) for name in dataset.images]
+    return files, [-1] * len(files)
+
+
+def check_batch_fits(cfg: DictConfig, num_images: int) -> None:
+    if num_images < cfg.optimizer.batch_size:
+        raise ConfigError(
+            f"data.train_path has {num_images} images (after data.fraction), fewer than "
+            f"optimizer.batch_size={cfg.optimizer.batch_size}: lower the batch size"
+        )
+
+
 def pretrain_loader(cfg: DictConfig, transform: Callable) -> DataLoader:
     """solo-learn's pretraining dataset and loader, ImageFolder trees included.
 
     Batches are ``[indexes, [view_1, ..., view_m], targets]``; ``data.fraction`` takes
     solo-learn's stratified subset (sklearn, seed 42).
     """
-    from solo.data.pretrain_dataloader import prepare_dataloader, prepare_datasets
+    from solo.data.pretrain_dataloader import prepare_dataloader
 
-    dataset = prepare_datasets(
-        solo_dataset_name(cfg.data.dataset, cfg.data.train_path),
-        transform,
-        train_data_path=cfg.data.train_path,
-        data_format=cfg.data.format,
-        no_labels=cfg.data.no_labels,
-        download=bool(cfg.data.get("download", False)),
-        data_fraction=cfg.data.fraction,
-    )
-    if len(dataset) < cfg.optimizer.batch_size:
-        raise ConfigError(
-            f"data.train_path has {len(dataset)} images (after data.fraction), fewer than "
-            f"optimizer.batch_size={cfg.optimizer.batch_size}: lower the batch size"
-        )
+    dataset = pretrain_dataset(cfg, transform)
+    check_batch_fits(cfg, len(dataset))
     return prepare_dataloader(dataset, batch_size=cfg.optimizer.batch_size, num_workers=cfg.data.num_workers)
 
 
-def classification_loaders(cfg: DictConfig, data_fraction: float = -1.0) -> Tuple[DataLoader, DataLoader]:
-    """solo-learn's labelled train/val loaders (its per-dataset transforms), ImageFolder aware."""
-    from solo.data.classification_dataloader import prepare_dataloaders, prepare_datasets, prepare_transforms
+def classification_datasets(cfg: DictConfig, t_train: Callable, t_val: Callable, data_fraction: float = -1.0):
+    """solo-learn's labelled (train, val) datasets with the given transforms, ImageFolder aware."""
+    from solo.data.classification_dataloader import prepare_datasets
 
-    t_train, t_val = prepare_transforms(cfg.data.dataset)
-    train_set, val_set = prepare_datasets(
+    return prepare_datasets(
         solo_dataset_name(cfg.data.dataset, cfg.data.train_path),
         t_train,
         t_val,
         train_data_path=cfg.data.train_path,
         val_data_path=cfg.data.val_path,
-        data_format=cfg.data.format,
+        data_format="image_folder" if cfg.data.format == "dali" else cfg.data.format,
         download=bool(cfg.data.get("download", False)),
         data_fraction=data_fraction,
     )
+
+
+def classification_loaders(cfg: DictConfig, data_fraction: float = -1.0) -> Tuple[DataLoader, DataLoader]:
+    """solo-learn's labelled train/val loaders (its per-dataset transforms), ImageFolder aware."""
+    from solo.data.classification_dataloader import prepare_dataloaders, prepare_transforms
+
+    train_set, val_set = classification_datasets(cfg, *prepare_transforms(cfg.data.dataset), data_fraction)
     return prepare_dataloaders(
         train_set, val_set, batch_size=cfg.optimizer.batch_size, num_workers=cfg.data.num_workers
     )

@@ -1,0 +1,121 @@
+"""Views per second of the two m-view pipelines on one ImageFolder tree, side by side.
+
+    python benchmarks/bench_dataloading.py [--data ../shared/data/cifar10/train] [--images 10000]
+        [--views 2 4 8] [--workers 2] [--batch 256] [--recipe mabt_cifar.yaml] [--dali-device cpu]
+
+Both pipelines are built from the same recipe (its augmentations, crop size and
+normalization): torchvision = solo-learn's N-crop transform in a DataLoader with
+``--workers`` worker processes; DALI = this plugin's loader with ``--workers`` threads
+(``dali.device`` as given). Each pipeline runs one warm-up batch, then ``--batches``
+timed batches; views/s = batches x batch x m / seconds. Ratios are within one run.
+On a GPU, ``--dali-device gpu`` also reports how long a training step would wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def recipe(args, views: int):
+    from mvssl_plugin.cli.common import compose_recipe
+
+    return compose_recipe(
+        args.recipe,
+        "pretrain",
+        [
+            f"data.train_path={args.data}",
+            "data.val_path=null",
+            f"data.num_views={views}",
+            f"data.num_workers={args.workers}",
+            f"optimizer.batch_size={args.batch}",
+            f"dali.device={args.dali_device}",
+        ],
+    )
+
+
+def subset(files, targets, count: int, seed: int = 0):
+    """An unbiased subset of ``count`` images, so both pipelines read the very same files."""
+    order = torch.randperm(len(files), generator=torch.Generator().manual_seed(seed))[:count].tolist()
+    return [files[i] for i in order], [targets[i] for i in order]
+
+
+def time_batches(loader, batches: int, sync) -> float:
+    iterator = iter(loader)
+    next(iterator)  # warm-up: worker start-up, pipeline build
+    sync()
+    start = time.perf_counter()
+    for _ in range(batches):
+        next(iterator)
+    sync()
+    elapsed = time.perf_counter() - start
+    del iterator
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "cifar10" / "train"))
+    parser.add_argument("--images", type=int, default=10000)
+    parser.add_argument("--views", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--recipe", default="mabt_cifar.yaml")
+    parser.add_argument("--dali-device", default="cpu", choices=("cpu", "gpu"))
+    args = parser.parse_args()
+
+    from mvssl_plugin.cli.common import quiet_dependency_warnings
+
+    quiet_dependency_warnings()
+
+    from torch.utils.data import DataLoader
+
+    from mvssl_plugin.data.dali import DaliMultiViewLoader, ViewRecipe
+    from mvssl_plugin.data.folders import pretrain_dataset, pretrain_samples, pretrain_transform
+
+    sync = torch.cuda.synchronize if args.dali_device == "gpu" else (lambda: None)
+    print(f"# m-view loading: {args.data}, {args.images} images, batch {args.batch}, {args.workers} workers/threads")
+    print(f"# torch threads {torch.get_num_threads()}, cpus {os.cpu_count()}, DALI device {args.dali_device}")
+    print("| m | torchvision views/s | DALI views/s | DALI / torchvision |")
+    print("|---|---|---|---|")
+    for views in args.views:
+        cfg = recipe(args, views)
+        files, targets = subset(*pretrain_samples(cfg), args.images)
+
+        dataset = pretrain_dataset(cfg, pretrain_transform(cfg))
+        dataset.samples = list(zip(files, targets))
+        torch_loader = DataLoader(
+            dataset,
+            batch_size=args.batch,
+            shuffle=True,
+            num_workers=args.workers,
+            drop_last=True,
+            persistent_workers=False,
+        )
+        dali_loader = DaliMultiViewLoader(
+            files,
+            targets,
+            [ViewRecipe.from_cfg(cfg.data.dataset, aug) for aug in cfg.augmentations],
+            batch_size=args.batch,
+            device=args.dali_device,
+            num_threads=args.workers,
+        )
+        batches = min(args.batches, len(dali_loader) - 1)
+        seconds_torch = time_batches(torch_loader, batches, sync)
+        seconds_dali = time_batches(dali_loader, batches, sync)
+        rate_torch = batches * args.batch * views / seconds_torch
+        rate_dali = batches * args.batch * views / seconds_dali
+        print(f"| {views} | {rate_torch:,.0f} | {rate_dali:,.0f} | {rate_dali / rate_torch:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

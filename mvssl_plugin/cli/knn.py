@@ -1,0 +1,145 @@
+"""``main_knn.py`` / ``mvssl-knn``: solo-learn's offline kNN on a pretraining run, on a CPU or a GPU.
+
+The flags are solo-learn's ``main_knn.py`` flags (its own parser pieces), so its commands
+run unchanged; on top: ``--device auto|cpu|cuda`` (solo-learn's script calls ``.cuda()``),
+ImageFolder copies of CIFAR/STL-10, the run folder's newest complete checkpoint (not the
+first file listed), every image of both sets (no shuffling, no dropped batch), defaults for
+every grid flag, and ``knn.csv`` written into the run folder. The classifier is
+solo-learn's ``WeightedKNNClassifier``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from mvssl_plugin.errors import ConfigError
+
+FEATURE_TYPES = ("backbone", "projector")
+DISTANCES = ("cosine", "euclidean")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from solo.args.dataset import custom_dataset_args, dataset_args
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pretrained_checkpoint_dir", type=str, required=True, help="run folder or .ckpt")
+    parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument("--num_workers", type=int, default=2)
+    parser.add_argument("--k", type=int, nargs="+", default=[10, 20, 100, 200])
+    parser.add_argument("--temperature", type=float, nargs="+", default=[0.02, 0.07, 0.1, 0.2, 0.5])
+    parser.add_argument("--distance_function", type=str, nargs="+", default=list(DISTANCES), choices=DISTANCES)
+    parser.add_argument("--feature_type", type=str, nargs="+", default=list(FEATURE_TYPES), choices=FEATURE_TYPES)
+    parser.add_argument("--device", type=str, default="auto", help="auto (the GPU when there is one), cpu, cuda")
+    dataset_args(parser)
+    custom_dataset_args(parser)
+    return parser
+
+
+def check_args(args: argparse.Namespace) -> None:
+    from mvssl_plugin.data.folders import is_image_folder_tree
+
+    if any(k < 1 for k in args.k):
+        raise ConfigError(f"--k {args.k}: every k must be >= 1")
+    if any(t <= 0 for t in args.temperature):
+        raise ConfigError(f"--temperature {args.temperature}: temperatures must be > 0")
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch_size {args.batch_size}: must be >= 1")
+    if args.val_data_path is None:
+        raise ConfigError("--val_data_path is missing: kNN classifies the validation images")
+    for flag, path in (("--train_data_path", args.train_data_path), ("--val_data_path", args.val_data_path)):
+        if not Path(path).exists():
+            raise ConfigError(f"{flag} {path} does not exist")
+        if args.data_format == "image_folder" and args.dataset in ("imagenet", "imagenet100", "custom"):
+            if not is_image_folder_tree(path):
+                raise ConfigError(f"{flag} {path} is not an ImageFolder tree (one sub-folder of images per class)")
+
+
+def knn(argv: Optional[List[str]] = None) -> List[dict]:
+    """Runs the kNN grid; returns one row per (feature, k, distance, temperature)."""
+    from omegaconf import OmegaConf
+    from solo.data.classification_dataloader import prepare_transforms
+    from solo.utils.knn import WeightedKNNClassifier
+    from torch.utils.data import DataLoader
+
+    from mvssl_plugin.data.folders import classification_datasets
+    from mvssl_plugin.eval.callbacks import write_csv
+    from mvssl_plugin.eval.features import extract_features, load_pretrained, resolve_device, run_files
+
+    args = build_parser().parse_args(argv)
+    check_args(args)
+    device = resolve_device(args.device)
+    model, cfg = load_pretrained(args.pretrained_checkpoint_dir)
+    _, ckpt = run_files(args.pretrained_checkpoint_dir)
+    print(f"Loaded {cfg.method} from {ckpt}; features on {device}")
+
+    data_cfg = OmegaConf.create(
+        {
+            "data": {
+                "dataset": args.dataset,
+                "train_path": str(args.train_data_path),
+                "val_path": str(args.val_data_path),
+                "format": args.data_format,
+            }
+        }
+    )
+    _, t_val = prepare_transforms(args.dataset)
+    train_set, val_set = classification_datasets(data_cfg, t_val, t_val, args.data_fraction)
+    model = model.to(device)
+    features = {}
+    for name, dataset in (("train", train_set), ("val", val_set)):
+        loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.num_workers)
+        features[name] = extract_features(model, loader, device)
+
+    rows = []
+    for feature in args.feature_type:
+        if feature not in features["train"]:
+            print(f"{cfg.method} has no projector: skipping --feature_type {feature}")
+            continue
+        for k in args.k:
+            for distance in args.distance_function:
+                for temperature in args.temperature if distance == "cosine" else [None]:
+                    classifier = WeightedKNNClassifier(k=k, T=temperature or 0.07, distance_fx=distance)
+                    classifier(
+                        train_features=features["train"][feature],
+                        train_targets=features["train"]["labels"],
+                        test_features=features["val"][feature],
+                        test_targets=features["val"]["labels"],
+                    )
+                    acc1, acc5 = classifier.compute()
+                    rows.append(
+                        {
+                            "feature": feature,
+                            "k": k,
+                            "distance": distance,
+                            "temperature": temperature if temperature is not None else "",
+                            "acc1": round(float(acc1), 3),
+                            "acc5": round(float(acc5), 3),
+                        }
+                    )
+                    print(
+                        f"kNN {feature:9s} k={k:<4d} {distance:9s} T={temperature if temperature else '-':<5} "
+                        f"acc@1 {float(acc1):6.2f}  acc@5 {float(acc5):6.2f}",
+                        flush=True,
+                    )
+    out = Path(ckpt).parent / "knn.csv"
+    write_csv(out, rows)
+    print(f"kNN results -> {out}")
+    return rows
+
+
+def main() -> None:
+    from mvssl_plugin.cli.common import quiet_dependency_warnings
+
+    quiet_dependency_warnings()
+    try:
+        knn(sys.argv[1:])
+    except ConfigError as err:
+        print(f"mvssl config error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

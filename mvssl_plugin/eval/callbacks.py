@@ -1,0 +1,244 @@
+"""Training-time signals as Lightning callbacks, switched on from the YAML.
+
+- :class:`RunLog` (always on with checkpoints): ``metrics.csv`` in the run folder, one row
+  per epoch with every logged scalar, the training seconds and the wall-clock seconds.
+- :class:`TimeToAccuracy` (``time_to_accuracy``): the epoch and seconds at which online
+  accuracies first pass given targets -> ``time_to_accuracy.csv`` and wandb.
+- :class:`EffectiveRank` (``effective_rank``): RankMe of backbone and projector embeddings
+  of a fixed set of validation images each epoch -> logged as ``rank_backbone`` /
+  ``rank_projector`` (so in wandb and ``metrics.csv``).
+
+"Training seconds" exclude validation and the sanity check, so methods are compared on
+what they spend learning; all clocks are saved in checkpoints and continue after a resume.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from lightning.pytorch.callbacks import Callback
+
+from mvssl_plugin.eval.rank import rankme
+
+
+def run_folder(trainer) -> Optional[Path]:
+    """The solo-learn run folder (where checkpoints and args.json go), if checkpointing."""
+    from solo.utils.checkpointer import Checkpointer
+
+    for callback in trainer.callbacks:
+        if isinstance(callback, Checkpointer) and getattr(callback, "path", None) is not None:
+            return Path(callback.path)
+    return None
+
+
+def write_csv(path: Path, rows: List[Dict[str, object]]) -> None:
+    """Writes rows atomically (a temporary file renamed into place)."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    partial = path.with_name(path.name + ".part")
+    with open(partial, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(partial, path)
+
+
+def read_csv(path: Path) -> List[Dict[str, str]]:
+    if not path.is_file():
+        return []
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+class TrainClock(Callback):
+    """Training seconds (epochs minus their validation) and wall-clock seconds of a run,
+    carried over resumes through the checkpoint."""
+
+    def __init__(self) -> None:
+        self.train_seconds = 0.0  # completed epochs
+        self.wall_seconds = 0.0  # until the last checkpointed epoch end
+        self._fit_start = self._epoch_start = self._val_start = None
+        self._val_in_epoch = 0.0
+        self._wall_offset = 0.0
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._fit_start = time.perf_counter()
+        self._wall_offset = self.wall_seconds
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._epoch_start, self._val_in_epoch = time.perf_counter(), 0.0
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        self._val_start = time.perf_counter()
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking and self._val_start is not None and self._epoch_start is not None:
+            self._val_in_epoch += time.perf_counter() - self._val_start
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self.train_seconds += time.perf_counter() - self._epoch_start - self._val_in_epoch
+        self.wall_seconds = self.wall_now()
+        self._epoch_start = None
+
+    def wall_now(self) -> float:
+        return self._wall_offset + (time.perf_counter() - self._fit_start if self._fit_start else 0.0)
+
+    def train_now(self) -> float:
+        """Training seconds up to the current validation's start (or now)."""
+        if self._epoch_start is None:
+            return self.train_seconds
+        until = self._val_start if self._val_start and self._val_start > self._epoch_start else time.perf_counter()
+        return self.train_seconds + until - self._epoch_start - self._val_in_epoch
+
+    def state_dict(self) -> dict:
+        return {"train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.train_seconds = float(state.get("train_seconds", 0.0))
+        self.wall_seconds = float(state.get("wall_seconds", 0.0))
+
+
+def scalar_metrics(trainer) -> Dict[str, float]:
+    """The epoch's scalar metrics (Lightning's ``*_step``/``*_epoch`` twins left out)."""
+    out = {}
+    for name, value in trainer.callback_metrics.items():
+        if name.endswith(("_step", "_epoch")):
+            continue
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            out[name] = round(float(value), 6)
+        elif isinstance(value, (int, float)):
+            out[name] = value
+    return out
+
+
+class RunLog(TrainClock):
+    """``metrics.csv`` beside the checkpoints: epoch, step, seconds, every logged scalar.
+
+    Rows are written at each epoch's end, before that epoch's checkpoint (Lightning has
+    reduced the epoch's metrics by then); after a resume, rows of re-run epochs replace
+    the old ones."""
+
+    FILE = "metrics.csv"
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        metrics = scalar_metrics(trainer)  # on every process: reducing synced metrics is collective
+        folder = run_folder(trainer)  # set by the checkpointer's on_train_start, after ours
+        if folder is None or not trainer.is_global_zero:
+            return
+        path = folder / self.FILE
+        row = {
+            "epoch": trainer.current_epoch,
+            "step": trainer.global_step,
+            "train_seconds": round(self.train_seconds, 3),
+            "wall_seconds": round(self.wall_seconds, 3),
+            **metrics,
+        }
+        rows = [r for r in read_csv(path) if int(r["epoch"]) < trainer.current_epoch]
+        write_csv(path, rows + [row])
+
+
+class TimeToAccuracy(TrainClock):
+    """Epoch, training and wall-clock seconds at which each metric first reaches each target."""
+
+    FILE = "time_to_accuracy.csv"
+
+    def __init__(self, metrics: Sequence[str], targets: Sequence[float]) -> None:
+        super().__init__()
+        self.metrics, self.targets = list(metrics), sorted(float(t) for t in targets)
+        self.reached: List[Dict[str, object]] = []
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        super().on_validation_end(trainer, pl_module)
+        if trainer.sanity_checking:
+            return
+        values = scalar_metrics(trainer)
+        done = {(r["metric"], r["target"]) for r in self.reached}
+        new = []
+        for metric in self.metrics:
+            for target in self.targets:
+                if metric in values and values[metric] >= target and (metric, target) not in done:
+                    new.append(
+                        {
+                            "metric": metric,
+                            "target": target,
+                            "epoch": trainer.current_epoch,
+                            "train_seconds": round(self.train_now(), 3),
+                            "wall_seconds": round(self.wall_now(), 3),
+                            "value": values[metric],
+                        }
+                    )
+        if not new:
+            return
+        self.reached += new
+        for row in new:
+            print(
+                f"mvssl: {row['metric']} reached {row['target']:g} at epoch {row['epoch']} "
+                f"after {row['train_seconds']:.1f} training seconds",
+                flush=True,
+            )
+        if trainer.logger is not None:
+            trainer.logger.log_metrics(
+                {f"time_to_{r['metric']}_{r['target']:g}_seconds": r["train_seconds"] for r in new},
+                step=trainer.global_step,
+            )
+        folder = run_folder(trainer)
+        if folder is not None and trainer.is_global_zero:
+            write_csv(folder / self.FILE, self.reached)
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "reached": self.reached}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.reached = list(state.get("reached", []))
+
+
+class EffectiveRank(Callback):
+    """RankMe of the backbone features and projector outputs of the first ``num_samples``
+    validation images (fixed for the run), after every validation epoch."""
+
+    def __init__(self, num_samples: int = 1024, batch_size: int = 256) -> None:
+        self.num_samples, self.batch_size = num_samples, batch_size
+        self._images: Optional[torch.Tensor] = None
+
+    def _collect(self, trainer) -> Optional[torch.Tensor]:
+        loaders = trainer.val_dataloaders
+        loader = loaders[0] if isinstance(loaders, (list, tuple)) else loaders
+        if loader is None:
+            return None
+        images, count = [], 0
+        # a loader's iterator draws its seed from the global generator: keep the run's
+        # random stream (shuffles, augmentations) as it would be without this callback
+        with torch.random.fork_rng(devices=[]):
+            for batch in loader:
+                images.append(batch[0])
+                count += len(batch[0])
+                if count >= self.num_samples:
+                    break
+        return torch.cat(images)[: self.num_samples]
+
+    @torch.no_grad()
+    def on_validation_epoch_end(self, trainer, pl_module) -> None:
+        if trainer.sanity_checking:
+            return
+        if self._images is None:
+            self._images = self._collect(trainer)
+            if self._images is None:
+                return
+        was_training = pl_module.training
+        pl_module.eval()
+        feats, z = [], []
+        for chunk in self._images.split(self.batch_size):
+            out = pl_module(chunk.to(pl_module.device))
+            feats.append(out["feats"].float())
+            if "z" in out:
+                z.append(out["z"].float())
+        pl_module.train(was_training)
+        pl_module.log("rank_backbone", rankme(torch.cat(feats)), sync_dist=False, rank_zero_only=True)
+        if z:
+            pl_module.log("rank_projector", rankme(torch.cat(z)), sync_dist=False, rank_zero_only=True)

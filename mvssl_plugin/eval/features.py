@@ -1,0 +1,84 @@
+"""A pretrained run back in memory, and its backbone / projector features of a dataset.
+
+Runs are solo-learn run folders (args.json + checkpoints), of the plugin's methods or of
+solo-learn's own: the method is rebuilt from args.json and every weight loaded (strictly:
+a partial load would evaluate a half-random network without a word).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Dict, Tuple
+
+import torch
+import torch.nn as nn
+from omegaconf import OmegaConf
+from torch.utils.data import DataLoader
+
+from mvssl_plugin.errors import ConfigError
+
+
+def run_files(path: str | Path) -> Tuple[Path, Path]:
+    """(args.json, checkpoint) of a run folder (its newest complete checkpoint) or a ``.ckpt``."""
+    from mvssl_plugin.cli.checkpoints import is_complete_checkpoint
+
+    path = Path(path)
+    if path.is_file():
+        ckpt, folder = path, path.parent
+    elif path.is_dir():
+        ckpts = sorted((p for p in path.glob("*.ckpt") if is_complete_checkpoint(p)), key=lambda p: p.stat().st_mtime)
+        if not ckpts:
+            raise ConfigError(f"{str(path)!r} holds no complete .ckpt: point at a pretraining run folder")
+        ckpt, folder = ckpts[-1], path
+    else:
+        raise ConfigError(f"{str(path)!r} does not exist: point at a pretraining run folder or its .ckpt")
+    args = folder / "args.json"
+    if not args.is_file():
+        raise ConfigError(f"{str(folder)!r} has no args.json: point at a run folder written by main_pretrain.py")
+    return args, ckpt
+
+
+def load_pretrained(path: str | Path) -> Tuple[nn.Module, "OmegaConf"]:
+    """The pretraining method of a run, rebuilt from args.json with its checkpoint's weights."""
+    from mvssl_plugin.registry import register
+
+    args_path, ckpt = run_files(path)
+    cfg = OmegaConf.create(json.loads(args_path.read_text()))
+    methods = register()
+    if cfg.method not in methods:
+        raise ConfigError(f"{args_path}: method {cfg.method!r} is not registered in this solo-learn")
+    model = methods[cfg.method](cfg)
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ConfigError(f"{ckpt}: weights do not fit the method args.json describes (missing {missing[:3]})")
+    return model.eval(), cfg
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto``: the GPU when there is one; ``cuda`` without one is an error, not a crash."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device={device!r} but no CUDA device is visible: use device=cpu or auto")
+    return torch.device(device)
+
+
+@torch.no_grad()
+def extract_features(model: Callable, loader: DataLoader, device: torch.device) -> Dict[str, torch.Tensor]:
+    """``{"backbone": (N, F), "projector": (N, d), "labels": (N,)}`` on the CPU, in loader order.
+
+    ``model`` maps images to solo-learn's output dict (``feats``, and ``z`` when it has a
+    projector) and sits on ``device`` in eval mode; batches are ``(images, labels)``."""
+    backbone, projector, labels = [], [], []
+    for images, targets in loader:
+        out = model(images.to(device, non_blocking=True))
+        backbone.append(out["feats"].float().cpu())
+        if "z" in out:
+            projector.append(out["z"].float().cpu())
+        labels.append(targets.cpu())
+    features = {"backbone": torch.cat(backbone), "labels": torch.cat(labels)}
+    if projector:
+        features["projector"] = torch.cat(projector)
+    return features
