@@ -17,7 +17,7 @@ from mvssl_plugin.errors import ConfigError, DataError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Config groups shared by the recipes under scripts/<kind>/, not recipes themselves.
-GROUP_DIRS = ("base", "augmentations", "wandb")
+GROUP_DIRS = ("base", "augmentations", "wandb", "study_pair")
 
 
 def recipe_roots(kind: str) -> List[Path]:

@@ -115,14 +115,77 @@ def scalar_metrics(trainer) -> Dict[str, float]:
     return out
 
 
+def command_line() -> str:
+    """The command that runs this job alone: under a Hydra multirun, the sweep command is
+    replaced by this job's own overrides."""
+    import shlex
+    import sys
+
+    argv = list(sys.argv)
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        hydra_cfg = HydraConfig.get()
+        if hydra_cfg.mode.name == "MULTIRUN":
+            keep = [a for a in argv[1:] if a.startswith("--config")]
+            argv = [argv[0], *keep, *hydra_cfg.overrides.task]
+    except (ImportError, ValueError):
+        pass
+    return " ".join(shlex.quote(a) for a in ["python", *argv])
+
+
+def device_description(trainer) -> str:
+    import platform
+
+    if trainer.accelerator.__class__.__name__ == "CUDAAccelerator":
+        return f"{trainer.num_devices} x {torch.cuda.get_device_name(trainer.strategy.root_device)}"
+    cpu = platform.processor() or platform.machine()
+    return f"{trainer.num_devices} process(es) on {os.cpu_count()} CPU cores ({cpu})"
+
+
 class RunLog(TrainClock):
-    """``metrics.csv`` beside the checkpoints: epoch, step, seconds, every logged scalar.
+    """``metrics.csv`` beside the checkpoints: epoch, step, seconds, every logged scalar;
+    and ``run.json``: the command, device, versions and clocks (one entry per launch, so a
+    resumed run lists each of its segments).
 
     Rows are written at each epoch's end, before that epoch's checkpoint (Lightning has
     reduced the epoch's metrics by then); after a resume, rows of re-run epochs replace
     the old ones."""
 
     FILE = "metrics.csv"
+    PROVENANCE = "run.json"
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self._write_provenance(trainer, finished=True)
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        self._write_provenance(trainer, finished=False)
+
+    def _write_provenance(self, trainer, finished: bool) -> None:
+        import json
+        from datetime import datetime, timezone
+
+        folder = run_folder(trainer)
+        if folder is None or not trainer.is_global_zero or not folder.is_dir():
+            return
+        path = folder / self.PROVENANCE
+        launches = json.loads(path.read_text())["launches"] if path.is_file() else []
+        launches.append(
+            {
+                "command": command_line(),
+                "cwd": os.getcwd(),
+                "device": device_description(trainer),
+                "torch": torch.__version__,
+                "ended": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "finished": finished,
+                "epochs_completed": trainer.fit_loop.epoch_progress.current.completed,
+                "train_seconds": round(self.train_seconds, 2),
+                "wall_seconds": round(self.wall_now(), 2),
+            }
+        )
+        partial = path.with_name(path.name + ".part")
+        partial.write_text(json.dumps({"launches": launches}, indent=2))
+        os.replace(partial, path)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         super().on_train_epoch_end(trainer, pl_module)

@@ -199,6 +199,7 @@ def plot(runs: Sequence[Run], metric: str, out: Path) -> List[Path]:
             label="Pareto front",
         )
         ax.legend(fontsize=8)
+    ax.margins(x=0.35, y=0.15)  # room for the labels
     ax.set_xlabel("training seconds")
     ax.set_ylabel(f"final {metric}")
     ax.grid(alpha=0.3)
