@@ -99,6 +99,8 @@ def test_metrics_csv_holds_every_epoch_with_clock_and_effective_rank(runs):
     assert [int(r["epoch"]) for r in rows] == [0, 1]
     assert 0 < float(rows[0]["train_seconds"]) < float(rows[1]["train_seconds"])
     assert float(rows[1]["train_seconds"]) <= float(rows[1]["wall_seconds"])
+    for row in rows:  # the loop waits on the loader for part of each epoch, never all of it
+        assert 0 < float(row["data_wait_seconds"]) and 0 < float(row["data_wait_fraction"]) < 1
     for row in rows:
         assert 1 <= float(row["rank_backbone"]) <= 64  # width-4 ResNet-18: 32 features
         assert 1 <= float(row["rank_projector"]) <= 16

@@ -1,7 +1,8 @@
 """Training-time signals as Lightning callbacks, switched on from the YAML.
 
 - :class:`RunLog` (always on with checkpoints): ``metrics.csv`` in the run folder, one row
-  per epoch with every logged scalar, the training seconds and the wall-clock seconds.
+  per epoch with every logged scalar, the training and wall-clock seconds, and the time the
+  training loop waited on data; ``run.json`` with the command and device.
 - :class:`TimeToAccuracy` (``time_to_accuracy``): the epoch and seconds at which online
   accuracies first pass given targets -> ``time_to_accuracy.csv`` and wandb.
 - :class:`EffectiveRank` (``effective_rank``): RankMe of backbone and projector embeddings
@@ -155,6 +156,28 @@ class RunLog(TrainClock):
     FILE = "metrics.csv"
     PROVENANCE = "run.json"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._data_wait, self._last_batch_end = 0.0, None
+
+    # Data wait: from a step's end (or the epoch's start, loader start-up included) to the
+    # next batch on the device. Host-side: on a GPU, kernels still queued overlap it, so it
+    # bounds the time the GPU waits on data from above.
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        super().on_train_epoch_start(trainer, pl_module)
+        self._data_wait, self._last_batch_end = 0.0, time.perf_counter()
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if self._last_batch_end is not None:
+            self._data_wait += time.perf_counter() - self._last_batch_end
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._last_batch_end = time.perf_counter()
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        super().on_validation_start(trainer, pl_module)
+        self._last_batch_end = None
+
     def on_train_end(self, trainer, pl_module) -> None:
         self._write_provenance(trainer, finished=True)
 
@@ -188,7 +211,9 @@ class RunLog(TrainClock):
         os.replace(partial, path)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
+        epoch_start = self._epoch_start
         super().on_train_epoch_end(trainer, pl_module)
+        epoch_seconds = time.perf_counter() - epoch_start - self._val_in_epoch if epoch_start else 0.0
         metrics = scalar_metrics(trainer)  # on every process: reducing synced metrics is collective
         folder = run_folder(trainer)  # set by the checkpointer's on_train_start, after ours
         if folder is None or not trainer.is_global_zero:
@@ -199,6 +224,8 @@ class RunLog(TrainClock):
             "step": trainer.global_step,
             "train_seconds": round(self.train_seconds, 3),
             "wall_seconds": round(self.wall_seconds, 3),
+            "data_wait_seconds": round(self._data_wait, 3),
+            "data_wait_fraction": round(self._data_wait / epoch_seconds, 4) if epoch_seconds > 0 else "",
             **metrics,
         }
         rows = [r for r in read_csv(path) if int(r["epoch"]) < trainer.current_epoch]
