@@ -57,6 +57,18 @@ BETA_SLOTS: dict[str, BetaSlot] = {
 }
 
 
+def beta_of(method: Optional[str], method_kwargs: Any) -> Optional[float]:
+    """The beta a method's kwargs hold (the inverse of :func:`resolve_beta`'s mapping):
+    None for methods without a slot or a weight that is not a number yet."""
+    slot = BETA_SLOTS.get(method)
+    weight = method_kwargs.get(slot.key) if slot is not None and method_kwargs is not None else None
+    if not _is_number(weight):
+        return None
+    if slot.relative_to is None:
+        return float(weight)
+    return float(weight) / float(method_kwargs.get(slot.relative_to, slot.relative_default))
+
+
 def select(cfg: DictConfig, key: str, default: Any = None) -> Any:
     return OmegaConf.select(cfg, key, default=default)
 
@@ -266,7 +278,10 @@ def _check_class_folders(key: str, path: str) -> None:
 
 
 def _check_dali(cfg: DictConfig) -> None:
-    """DALI reads ImageFolder trees (any dataset) and decodes on the CPU or a GPU."""
+    """DALI reads ImageFolder trees (any dataset) and decodes on the CPU or a GPU; runs
+    after the paths are checked, so only what DALI adds is checked here."""
+    import torch
+
     from mvssl_plugin.data.dali import dali_available
 
     if not dali_available():
@@ -278,22 +293,16 @@ def _check_dali(cfg: DictConfig) -> None:
     if device not in DALI_DEVICES:
         raise ConfigError(f"dali.device={device!r}: choose one of {DALI_DEVICES}")
     if device == AUTO:
-        import torch
-
         device = "gpu" if select(cfg, "accelerator") in ("gpu", "cuda") and torch.cuda.is_available() else "cpu"
-    elif device == "gpu":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ConfigError("dali.device=gpu needs a CUDA GPU, and none is visible: set dali.device=cpu")
+    elif device == "gpu" and not torch.cuda.is_available():
+        raise ConfigError("dali.device=gpu needs a CUDA GPU, and none is visible: set dali.device=cpu")
     cfg.dali = select(cfg, "dali", {}) or {}
     cfg.dali.device = device
     threads = select(cfg, "dali.num_threads")
     if threads is not None and not _count(threads):
         raise ConfigError(f"dali.num_threads={threads!r}: must be an integer >= 1 (or null for data.num_workers)")
     path = select(cfg, "data.train_path")
-    if path is None or not os.path.exists(str(path)):
-        raise ConfigError(f"data.train_path={path!r} does not exist: point it at an ImageFolder tree of images")
+    # _check_data_path also lets torchvision's CIFAR/STL-10 files through, which DALI cannot read
     if not select(cfg, "data.no_labels", False) and not is_image_folder_tree(path):
         raise ConfigError(
             f"data.train_path={path!r} is not an ImageFolder tree (one sub-folder of images per class), "
@@ -336,14 +345,14 @@ def _check_data(cfg: DictConfig) -> None:
     cfg.data.format = select(cfg, "data.format", "image_folder")
     if cfg.data.format not in SUPPORTED_FORMATS:
         raise ConfigError(f"data.format={cfg.data.format!r}: choose one of {SUPPORTED_FORMATS}")
-    if cfg.data.format == "dali":
-        _check_dali(cfg)
     fraction = select(cfg, "data.fraction", -1)
     if not _is_number(fraction) or not (fraction == -1 or 0 < fraction < 1):
         raise ConfigError(f"data.fraction={fraction!r}: use -1 for all images or a number in (0, 1)")
     _check_data_path(cfg, "data.train_path")
     if select(cfg, "data.val_path") is not None:
         _check_data_path(cfg, "data.val_path")
+    if cfg.data.format == "dali":
+        _check_dali(cfg)
 
 
 def apply_backbone_defaults(cfg: DictConfig, plugin_backbones: tuple[str, ...]) -> None:
@@ -375,13 +384,6 @@ def check_pretrain_cfg(
     for notice in check_signals(cfg):
         print(f"mvssl: {notice}")
     resolve_beta(cfg)
-
-
-def newest_checkpoint(run_dir: str) -> Optional[str]:
-    """The most recently written ``*.ckpt`` in a run folder (its names hold ``=``, which
-    Hydra overrides would need quoted, so a run folder is accepted instead)."""
-    ckpts = [os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".ckpt")]
-    return max(ckpts, key=os.path.getmtime) if ckpts else None
 
 
 PROBE_RULES = (
@@ -435,7 +437,11 @@ def check_linear_cfg(cfg: DictConfig, backbones: dict, optimizers: tuple[str, ..
         raise ConfigError(f"backbone.name={backbone!r} is unknown: choose one of {sorted(backbones)}")
     ckpt = select(cfg, "pretrained_feature_extractor")
     if ckpt is not None and os.path.isdir(str(ckpt)):
+        # checkpoint names hold "=", which Hydra overrides would need quoted: a run folder is accepted
+        from mvssl_plugin.cli.checkpoints import newest_checkpoint
+
         ckpt = newest_checkpoint(str(ckpt))
+        ckpt = str(ckpt) if ckpt is not None else None
         cfg.pretrained_feature_extractor = ckpt
     if ckpt is None or not os.path.isfile(str(ckpt)):
         raise ConfigError(

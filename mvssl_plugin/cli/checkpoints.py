@@ -58,6 +58,12 @@ def is_complete_checkpoint(path: Path) -> bool:
         return False
 
 
+def newest_checkpoint(run_dir: str | Path) -> Optional[Path]:
+    """The most recently written complete ``*.ckpt`` of a run folder, or None."""
+    ckpts = [p for p in Path(run_dir).glob("*.ckpt") if is_complete_checkpoint(p)]
+    return max(ckpts, key=lambda p: p.stat().st_mtime) if ckpts else None
+
+
 class AtomicCheckpointer(Checkpointer):
     """solo-learn's Checkpointer (same layout, args.json, frequency, keep_prev) with atomic
     writes, continuing in the folder of ``resume_from`` when the run resumes."""

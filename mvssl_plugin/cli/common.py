@@ -225,13 +225,10 @@ class EpochSummary(Callback):
 def run_tags(cfg: DictConfig) -> List[str]:
     """wandb tags that make runs of one project comparable: method, views, projector
     dimension, orthogonality weight (beta), data fraction."""
-    from mvssl_plugin.config import BETA_SLOTS, count_views
+    from mvssl_plugin.config import beta_of, count_views
 
     method = cfg.method
-    slot = BETA_SLOTS.get(method)
-    beta = OmegaConf.select(cfg, f"method_kwargs.{slot.key}") if slot else None
-    if slot is not None and slot.relative_to and beta is not None:
-        beta = beta / OmegaConf.select(cfg, f"method_kwargs.{slot.relative_to}", default=slot.relative_default)
+    beta = beta_of(method, OmegaConf.select(cfg, "method_kwargs"))
     fraction = OmegaConf.select(cfg, "data.fraction", default=-1)
     tags = [
         f"method:{method}",
@@ -260,9 +257,10 @@ def build_trainer(
     from mvssl_plugin.eval.callbacks import EffectiveRank, RunLog, TimeToAccuracy
 
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
-    callbacks, logger = [EpochSummary(), RunLog()], None
+    run_log = RunLog()
+    callbacks, logger = [EpochSummary(), run_log], None
     if OmegaConf.select(cfg, "time_to_accuracy.enabled", default=False):
-        callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets))
+        callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets, clock=run_log))
     if OmegaConf.select(cfg, "effective_rank.enabled", default=False):
         callbacks.append(EffectiveRank(cfg.effective_rank.num_samples))
     if cfg.checkpoint.enabled:

@@ -66,13 +66,12 @@ def knn(argv: Optional[List[str]] = None) -> List[dict]:
 
     from mvssl_plugin.data.folders import classification_datasets
     from mvssl_plugin.eval.callbacks import write_csv
-    from mvssl_plugin.eval.features import extract_features, load_pretrained, resolve_device, run_files
+    from mvssl_plugin.eval.features import extract_features, load_pretrained, resolve_device
 
     args = build_parser().parse_args(argv)
     check_args(args)
     device = resolve_device(args.device)
-    model, cfg = load_pretrained(args.pretrained_checkpoint_dir)
-    _, ckpt = run_files(args.pretrained_checkpoint_dir)
+    model, cfg, ckpt = load_pretrained(args.pretrained_checkpoint_dir)
     print(f"Loaded {cfg.method} from {ckpt}; features on {device}")
 
     data_cfg = OmegaConf.create(

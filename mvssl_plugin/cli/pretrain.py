@@ -21,6 +21,7 @@ def build_pretrain_model(cfg: DictConfig):
     from solo.methods.base import BaseMethod
 
     from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, check_pretrain_cfg, select, world_size
+    from mvssl_plugin.data.folders import solo_data_format
     from mvssl_plugin.registry import BACKBONE_NAMES, METHOD_NAMES, register
 
     cfg = prepare_cfg(cfg)
@@ -31,7 +32,7 @@ def build_pretrain_model(cfg: DictConfig):
     apply_backbone_defaults(cfg, BACKBONE_NAMES)
     # solo-learn's parser keeps its own DALI path to ImageNet folders; ours reads any tree
     data_format = cfg.data.format
-    cfg.data.format = "image_folder" if data_format == "dali" else data_format
+    cfg.data.format = solo_data_format(data_format)
     cfg = parse_cfg(cfg)
     cfg.data.format = data_format
     if select(cfg, "method_kwargs.view_parallel", False):

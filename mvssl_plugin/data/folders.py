@@ -51,6 +51,13 @@ def solo_dataset_name(dataset: str, path: Optional[str | os.PathLike]) -> str:
     return dataset
 
 
+def solo_data_format(data_format: str) -> str:
+    """The format to hand solo-learn: DALI reads ImageFolder trees, so its files are
+    listed as solo-learn lists an ``image_folder`` (solo-learn's own DALI path is
+    ImageNet-only)."""
+    return "image_folder" if data_format == "dali" else data_format
+
+
 def pretrain_transform(cfg: DictConfig) -> Callable:
     """m-view transform: each pipeline's ``num_crops`` independent draws (solo-learn's)."""
     from solo.data.pretrain_dataloader import FullTransformPipeline, NCropAugmentation, build_transform_pipeline
@@ -69,7 +76,7 @@ def pretrain_dataset(cfg: DictConfig, transform: Optional[Callable]):
         solo_dataset_name(cfg.data.dataset, cfg.data.train_path),
         transform,
         train_data_path=cfg.data.train_path,
-        data_format="image_folder" if cfg.data.format == "dali" else cfg.data.format,
+        data_format=solo_data_format(cfg.data.format),
         no_labels=bool(cfg.data.get("no_labels", False)),
         download=bool(cfg.data.get("download", False)),
         data_fraction=cfg.data.fraction,
@@ -117,7 +124,7 @@ def classification_datasets(cfg: DictConfig, t_train: Callable, t_val: Callable,
         t_val,
         train_data_path=cfg.data.train_path,
         val_data_path=cfg.data.val_path,
-        data_format="image_folder" if cfg.data.format == "dali" else cfg.data.format,
+        data_format=solo_data_format(cfg.data.format),
         download=bool(cfg.data.get("download", False)),
         data_fraction=data_fraction,
     )

@@ -232,18 +232,18 @@ class RunLog(TrainClock):
         write_csv(path, rows + [row])
 
 
-class TimeToAccuracy(TrainClock):
-    """Epoch, training and wall-clock seconds at which each metric first reaches each target."""
+class TimeToAccuracy(Callback):
+    """Epoch, training and wall-clock seconds at which each metric first reaches each target,
+    read off the run's clock (the :class:`RunLog`, which saves it in checkpoints)."""
 
     FILE = "time_to_accuracy.csv"
 
-    def __init__(self, metrics: Sequence[str], targets: Sequence[float]) -> None:
-        super().__init__()
+    def __init__(self, metrics: Sequence[str], targets: Sequence[float], clock: TrainClock) -> None:
         self.metrics, self.targets = list(metrics), sorted(float(t) for t in targets)
+        self.clock = clock
         self.reached: List[Dict[str, object]] = []
 
     def on_validation_end(self, trainer, pl_module) -> None:
-        super().on_validation_end(trainer, pl_module)
         if trainer.sanity_checking:
             return
         values = scalar_metrics(trainer)
@@ -257,8 +257,8 @@ class TimeToAccuracy(TrainClock):
                             "metric": metric,
                             "target": target,
                             "epoch": trainer.current_epoch,
-                            "train_seconds": round(self.train_now(), 3),
-                            "wall_seconds": round(self.wall_now(), 3),
+                            "train_seconds": round(self.clock.train_now(), 3),
+                            "wall_seconds": round(self.clock.wall_now(), 3),
                             "value": values[metric],
                         }
                     )
@@ -281,10 +281,9 @@ class TimeToAccuracy(TrainClock):
             write_csv(folder / self.FILE, self.reached)
 
     def state_dict(self) -> dict:
-        return {**super().state_dict(), "reached": self.reached}
+        return {"reached": self.reached}
 
     def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
         self.reached = list(state.get("reached", []))
 
 

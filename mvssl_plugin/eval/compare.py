@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from mvssl_plugin.config import beta_of
 from mvssl_plugin.errors import ConfigError
 
 
@@ -48,17 +49,6 @@ def _number(text: str) -> Optional[float]:
         return None
 
 
-def _beta(args: dict) -> Optional[float]:
-    from mvssl_plugin.config import BETA_SLOTS
-
-    slot = BETA_SLOTS.get(args.get("method"))
-    kwargs = args.get("method_kwargs", {})
-    if slot is None or not isinstance(kwargs.get(slot.key), (int, float)):
-        return None
-    weight = float(kwargs[slot.key])
-    return weight / float(kwargs.get(slot.relative_to, slot.relative_default)) if slot.relative_to else weight
-
-
 def load_run(folder: Path) -> Run:
     args = json.loads((folder / "args.json").read_text())
     with open(folder / "metrics.csv", newline="") as handle:
@@ -73,7 +63,7 @@ def load_run(folder: Path) -> Run:
         method=str(args.get("method")),
         views=sum(int(a.get("num_crops", 0)) for a in args.get("augmentations", [])),
         pdim=args.get("method_kwargs", {}).get("proj_output_dim"),
-        beta=_beta(args),
+        beta=beta_of(args.get("method"), args.get("method_kwargs", {})),
         fraction=1.0 if fraction in (None, -1) else float(fraction),
         rows=sorted(rows, key=lambda r: r.get("epoch", 0)),
     )
@@ -214,6 +204,8 @@ def compare(
     paths: Sequence[str | Path], out: str | Path, metric: str = "val_acc1", targets: Sequence[float] = ()
 ) -> dict:
     """Reads the runs, writes comparison.md / comparison.csv and the plots into ``out``."""
+    from mvssl_plugin.eval.callbacks import write_csv
+
     runs = find_runs(paths)
     if not any(metric in row for run in runs for row in run.rows):
         available = sorted({k for run in runs for row in run.rows for k in row})
@@ -222,9 +214,6 @@ def compare(
     out.mkdir(parents=True, exist_ok=True)
     table = summary(runs, metric, targets)
     (out / "comparison.md").write_text(markdown(table))
-    with open(out / "comparison.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(k for row in table for k in row)))
-        writer.writeheader()
-        writer.writerows(table)
+    write_csv(out / "comparison.csv", table)
     plots = plot(runs, metric, out)
     return {"runs": runs, "table": table, "files": [out / "comparison.md", out / "comparison.csv", *plots]}

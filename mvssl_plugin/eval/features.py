@@ -21,16 +21,15 @@ from mvssl_plugin.errors import ConfigError
 
 def run_files(path: str | Path) -> Tuple[Path, Path]:
     """(args.json, checkpoint) of a run folder (its newest complete checkpoint) or a ``.ckpt``."""
-    from mvssl_plugin.cli.checkpoints import is_complete_checkpoint
+    from mvssl_plugin.cli.checkpoints import newest_checkpoint
 
     path = Path(path)
     if path.is_file():
         ckpt, folder = path, path.parent
     elif path.is_dir():
-        ckpts = sorted((p for p in path.glob("*.ckpt") if is_complete_checkpoint(p)), key=lambda p: p.stat().st_mtime)
-        if not ckpts:
+        ckpt, folder = newest_checkpoint(path), path
+        if ckpt is None:
             raise ConfigError(f"{str(path)!r} holds no complete .ckpt: point at a pretraining run folder")
-        ckpt, folder = ckpts[-1], path
     else:
         raise ConfigError(f"{str(path)!r} does not exist: point at a pretraining run folder or its .ckpt")
     args = folder / "args.json"
@@ -39,8 +38,9 @@ def run_files(path: str | Path) -> Tuple[Path, Path]:
     return args, ckpt
 
 
-def load_pretrained(path: str | Path) -> Tuple[nn.Module, "OmegaConf"]:
-    """The pretraining method of a run, rebuilt from args.json with its checkpoint's weights."""
+def load_pretrained(path: str | Path) -> Tuple[nn.Module, "OmegaConf", Path]:
+    """The pretraining method of a run, rebuilt from args.json with its checkpoint's weights;
+    returns (model, config, the checkpoint read)."""
     from mvssl_plugin.registry import register
 
     args_path, ckpt = run_files(path)
@@ -53,7 +53,7 @@ def load_pretrained(path: str | Path) -> Tuple[nn.Module, "OmegaConf"]:
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise ConfigError(f"{ckpt}: weights do not fit the method args.json describes (missing {missing[:3]})")
-    return model.eval(), cfg
+    return model.eval(), cfg, ckpt
 
 
 def resolve_device(device: str) -> torch.device:
