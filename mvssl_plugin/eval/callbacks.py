@@ -79,6 +79,7 @@ class TrainClock(Callback):
     def on_validation_end(self, trainer, pl_module) -> None:
         if not trainer.sanity_checking and self._val_start is not None and self._epoch_start is not None:
             self._val_in_epoch += time.perf_counter() - self._val_start
+        self._val_start = None  # no validation running: train_now counts up to now
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         self.train_seconds += time.perf_counter() - self._epoch_start - self._val_in_epoch
@@ -89,10 +90,11 @@ class TrainClock(Callback):
         return self._wall_offset + (time.perf_counter() - self._fit_start if self._fit_start else 0.0)
 
     def train_now(self) -> float:
-        """Training seconds up to the current validation's start (or now)."""
+        """Training seconds up to the running validation's start (or now): ``_val_in_epoch``
+        holds only the validations that have ended, so none is subtracted twice."""
         if self._epoch_start is None:
             return self.train_seconds
-        until = self._val_start if self._val_start and self._val_start > self._epoch_start else time.perf_counter()
+        until = self._val_start if self._val_start is not None else time.perf_counter()
         return self.train_seconds + until - self._epoch_start - self._val_in_epoch
 
     def state_dict(self) -> dict:
