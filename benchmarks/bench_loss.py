@@ -2,9 +2,11 @@
 
     python benchmarks/bench_loss.py [--batch 128] [--repeats 3] [--backbone narrow_resnet18]
 
-Part 1 times forward+backward of the losses for m in {2, 4, 8, 16} at d in {256, 8192},
-next to solo-learn's two-view ``barlow_loss_func``/``vicreg_loss_func`` (ratios are to
-solo-learn's at m = 2 and the same d, measured in the same run). Part 2 times one
+Part 1 times forward+backward of the losses for m in {2, 4, 8, 16} at d in {256, 8192}
+(objective leave_one_out with redundancy per_view and mean_embedding; objective fastssl,
+the authors' released loss, at m in {2, 4, 8}), next to solo-learn's two-view
+``barlow_loss_func``/``vicreg_loss_func`` (ratios are to solo-learn's at m = 2 and the
+same d, measured in the same run). Part 2 times one
 training step (forward + backward, no optimizer) of ``mabt`` at m = 4, per-view and fused,
 against solo-learn's ``barlow_twins`` at m = 2, built from the CIFAR recipes. Medians.
 """
@@ -34,6 +36,16 @@ def median_seconds(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+#: Part 1 rows per m: (label, objective, redundancy); fastssl is the authors' released loss.
+LOSS_MODES = (
+    ("per_view", "leave_one_out", "per_view"),
+    ("mean_embedding", "leave_one_out", "mean_embedding"),
+    ("fastssl", "fastssl", "per_view"),
+)
+#: the view counts the release was run with
+FASTSSL_VIEWS = (2, 4, 8)
+
+
 def free_memory_bytes() -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
@@ -54,14 +66,22 @@ def bench_losses(batch: int, repeats: int) -> None:
             base = median_seconds(lambda: solo(*z2).backward(), repeats)
             print(f"| solo-learn {name} | {d} | 2 | - | {base * 1e3:.1f} | {base * 1e3 / 2:.1f} | 1.00 |")
             for m in (2, 4, 8, 16):
-                for mode in ("per_view", "mean"):
-                    # the per-view loss keeps m D x D matrices (and their gradients) alive
-                    need = (m if mode == "per_view" else 2) * d * d * 4 * 5
+                for mode, objective, redundancy in LOSS_MODES:
+                    if objective == "fastssl" and m not in FASTSSL_VIEWS:
+                        continue
+                    # D x D matrices alive with their gradients: leave_one_out per_view keeps m,
+                    # fastssl VICReg 2 m (covariances of each view and of its target), the others ~2
+                    matrices = m if mode == "per_view" else 2 * m if (mode, name) == ("fastssl", "vicreg") else 2
+                    need = matrices * d * d * 4 * 5
                     if need > 0.6 * free_memory_bytes():
                         print(f"| {name} | {d} | {m} | {mode} | skipped: needs ~{need / 2**30:.0f} GiB | | |")
                         continue
                     z = [torch.randn(batch, d, requires_grad=True) for _ in range(m)]
-                    t = median_seconds(lambda: ours(z, redundancy=mode).backward(), repeats)
+
+                    def run() -> None:
+                        ours(z, redundancy=redundancy, objective=objective).backward()
+
+                    t = median_seconds(run, repeats)
                     print(f"| {name} | {d} | {m} | {mode} | {t * 1e3:.1f} | {t * 1e3 / m:.1f} | {t / base:.2f} |")
 
 
