@@ -16,14 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def median_seconds(fn, repeats: int) -> float:
@@ -86,11 +83,10 @@ def bench_losses(batch: int, repeats: int) -> None:
 
 
 def bench_steps(batch: int, repeats: int, backbone: str) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from conftest import make_image_folder, tiny_overrides
-
-    from mvssl_plugin.cli.common import compose_recipe
-    from mvssl_plugin.cli.pretrain import build_pretrain_model
+    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.synthetic import tiny_overrides
+    from mvssl_plugin.synthetic import write_image_folder as make_image_folder
+    from mvssl_plugin.train.pretrain import build_pretrain_model
 
     tmp = Path(tempfile.mkdtemp())
     data = {

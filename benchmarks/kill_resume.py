@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 
-from conftest import make_image_folder, tiny_overrides  # noqa: E402
+from mvssl_plugin.synthetic import tiny_overrides  # noqa: E402
+from mvssl_plugin.synthetic import write_image_folder as make_image_folder  # noqa: E402
 
 LOSS = re.compile(r"mvssl: epoch (\d+) train_\S+ .*train_barlow_loss=([0-9.e+-]+)")
 

@@ -11,14 +11,12 @@ so ``main_linear.py``, the fast probe and ``main_knn.py`` evaluate it like any r
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 import torch
 from omegaconf import OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mvssl_plugin.runs import ARGS, write_json
 
 
 def main() -> None:
@@ -28,15 +26,16 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, as for main_pretrain.py")
     args = parser.parse_args()
 
-    from mvssl_plugin.cli.common import compose_recipe, quiet_dependency_warnings
-    from mvssl_plugin.cli.pretrain import build_pretrain_model
+    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.cli.report import quiet_dependency_warnings
+    from mvssl_plugin.train.pretrain import build_pretrain_model
 
     quiet_dependency_warnings()
     cfg, model = build_pretrain_model(compose_recipe(args.config_name, "pretrain", args.overrides))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg.name = f"{cfg.name}-random-init"
-    (out / "args.json").write_text(json.dumps(OmegaConf.to_container(cfg), indent=2))
+    write_json(out / ARGS, OmegaConf.to_container(cfg))
     torch.save({"state_dict": model.state_dict(), "epoch": -1}, out / "random-init.ckpt")
     print(f"random-init run of {cfg.method} written to {out}")
 

@@ -18,14 +18,11 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 from mvssl_plugin.eval.compare import Run, load_run, time_to  # noqa: E402
 
 DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)

@@ -1,8 +1,12 @@
 """mvssl-plugin: multi-view Barlow Twins / VICReg and the small-projector beta rule for solo-learn.
 
-Layers, bottom up: ``losses`` and ``beta`` (pure math), ``backbones`` (pure torch);
-``config``, ``methods``, ``data`` and ``registry`` (solo-learn adapters); ``cli`` (Hydra
-entry points). Importing this package imports nothing heavy; ``register()`` does.
+Layers, bottom up (imports only point down):
+``losses/``, ``beta``, ``backbones/`` (pure torch / Python math), ``runs`` and
+``imagefolder`` (files on disk), ``errors``; ``config/`` (checks of a composed config);
+``data/`` and ``methods/`` (solo-learn adapters); ``registry`` (names -> implementations);
+``eval/`` (evaluations, training-time signals); ``train/`` (the Lightning flow of a
+pretraining or linear run); ``cli/`` (entry points). Importing this package imports
+nothing heavy; ``register()`` does.
 """
 
 __version__ = "0.1.0"

@@ -1,33 +1,61 @@
 """The one place where the plugin's names map to implementations.
 
-``register()`` adds them to solo-learn's own tables (``solo.methods.METHODS`` and
-``BaseMethod._BACKBONES``), so anything in solo-learn that looks a name up, including its
-linear evaluation and auto-resumer, finds them. Calling it again changes nothing.
+To add a method: write its class in ``methods/`` (its defaults, rules and beta slot live
+there) and add one line to :data:`METHODS`. ``register()`` adds the plugin's entries to
+solo-learn's own tables (``solo.methods.METHODS`` and ``BaseMethod._BACKBONES``), so
+anything in solo-learn that looks a name up, its linear evaluation and auto-resumer
+included, finds them. Entries are import paths, so reading this module imports nothing
+heavy.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Type
+import importlib
+from typing import Any, Callable, Dict, Optional, Type
 
-METHOD_NAMES = ("mabt", "mavicreg")
-BACKBONE_NAMES = ("narrow_resnet18",)
+from mvssl_plugin.config.beta import BARLOW_SLOT, VICREG_SLOT, BetaSlot
+
+METHODS: Dict[str, str] = {
+    "mabt": "mvssl_plugin.methods.mabt:MultiAugBarlowTwins",
+    "mavicreg": "mvssl_plugin.methods.mavicreg:MultiAugVICReg",
+}
+BACKBONES: Dict[str, str] = {
+    "narrow_resnet18": "mvssl_plugin.backbones.narrow_resnet:narrow_resnet18",
+}
+#: solo-learn's own methods whose orthogonality weight may be ``auto`` too
+BUILTIN_BETA_SLOTS: Dict[str, BetaSlot] = {"barlow_twins": BARLOW_SLOT, "vicreg": VICREG_SLOT}
+
+SOLO_COMMIT = "9187ea39c2c3f43c455ab06664d2b019a9802954"
 SOLO_INSTALL_HINT = (
     "mvssl-plugin needs solo-learn 1.0.6 from its repository (PyPI's 1.0.2 is too old): "
-    "pip install 'setuptools<70' wheel && git clone https://github.com/vturrisi/solo-learn "
-    "&& pip install --no-build-isolation ./solo-learn"
+    "bash scripts/install.sh, or pip install 'setuptools<70' wheel && pip install --no-build-isolation "
+    f"'git+https://github.com/vturrisi/solo-learn@{SOLO_COMMIT}'"
 )
 
 
-def plugin_methods() -> Dict[str, Type]:
-    from mvssl_plugin.methods import MultiAugBarlowTwins, MultiAugVICReg
+def load(path: str) -> Any:
+    """The object an ``module:attribute`` path names."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
-    return {"mabt": MultiAugBarlowTwins, "mavicreg": MultiAugVICReg}
+
+def plugin_methods() -> Dict[str, Type]:
+    return {name: load(path) for name, path in METHODS.items()}
 
 
 def plugin_backbones() -> Dict[str, Callable]:
-    from mvssl_plugin.backbones import narrow_resnet18
+    return {name: load(path) for name, path in BACKBONES.items()}
 
-    return {"narrow_resnet18": narrow_resnet18}
+
+def is_multiview(method: Optional[str]) -> bool:
+    return method in METHODS
+
+
+def beta_slot(method: Optional[str]) -> Optional[BetaSlot]:
+    """Where ``method`` keeps its orthogonality weight; None for methods without one."""
+    if method in METHODS:
+        return load(METHODS[method]).BETA_SLOT
+    return BUILTIN_BETA_SLOTS.get(method)
 
 
 def register() -> Dict[str, Type]:

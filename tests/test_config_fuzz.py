@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import tiny_overrides
+from helpers import solo_shaped_cfg, tiny_overrides
 
-from mvssl_plugin.cli.common import compose_recipe
-from mvssl_plugin.cli.pretrain import pretrain
+from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.train.pretrain import pretrain
 
 # key -> values that must be refused (each a Hydra override value)
 INVALID = {
@@ -30,7 +30,9 @@ INVALID = {
     "method_kwargs.fused_forward": ["yes", 2],
     "method_kwargs.view_parallel": ["yes", 1],
     "+method_kwargs.beta_c": [0, -3.3],
-    "+method_kwargs.beta_multiview_factor": [0, 1.5],
+    "+method_kwargs.beta_multiview_factor": [0, -0.5, "half"],
+    "method_kwargs.objective": ["paper", 2],
+    "method_kwargs.projector": ["mlp"],
     "optimizer.name": ["rmsprop", "null"],
     "optimizer.lr": [0, -0.1, "fast"],
     "optimizer.classifier_lr": [-1],
@@ -94,3 +96,27 @@ def test_random_combinations_of_invalid_values(tiny_cifar, tmp_path):
             pretrain(cfg)
         assert any(key_named_in(str(err.value), key) for key in picked), (trial, picked, str(err.value))
     assert not (tmp_path / "runs").exists()
+
+
+# solo-learn's own test configs (data.num_large_crops, no augmentations), built directly
+METHOD_KEYS = [(k, v) for k, v in CASES if k.lstrip("+").startswith("method_kwargs.")] + [
+    ("data.num_large_crops", 1),
+    ("data.num_large_crops", 0),
+]
+
+
+@pytest.mark.parametrize("method", ["mabt", "mavicreg"])
+@pytest.mark.parametrize("key,value", METHOD_KEYS, ids=[f"{k}={v}" for k, v in METHOD_KEYS])
+def test_solo_shaped_configs_are_refused_by_name_when_built_directly(method, key, value):
+    from omegaconf import OmegaConf
+
+    import mvssl_plugin
+
+    if method == "mavicreg" and key.lstrip("+") in ("method_kwargs.lamb", "method_kwargs.scale_loss"):
+        pytest.skip("a Barlow Twins key")
+    cfg = solo_shaped_cfg(method, num_large=4)
+    OmegaConf.update(cfg, key.lstrip("+"), value, force_add=True)
+    with pytest.raises(ConfigError) as err:
+        mvssl_plugin.register()[method](cfg)
+    message = str(err.value)
+    assert key.lstrip("+") in message or (key == "data.num_large_crops" and "at least 2 views" in message), message

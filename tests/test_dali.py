@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import make_image_folder, run_entry, tiny_overrides
+from helpers import make_image_folder, run_entry, tiny_overrides
 from PIL import Image
 
-from mvssl_plugin.cli.common import compose_recipe
-from mvssl_plugin.cli.pretrain import pretrain
+from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.data.dali import DaliMultiViewLoader, EpochShards, ViewRecipe
 from mvssl_plugin.data.folders import pretrain_loader, pretrain_samples, pretrain_transform
 from mvssl_plugin.errors import ConfigError, DataError
+from mvssl_plugin.train.pretrain import pretrain
 
 CLASSES, PER_CLASS = 3, 8
 
@@ -215,7 +215,7 @@ def test_empty_class_folder_is_named(data_format, tiny_cifar, tmp_path):
 def test_dali_needs_an_image_folder_tree(tmp_path, tiny_cifar):
     (tmp_path / "cifar-10-batches-py").mkdir()  # torchvision's CIFAR files, which DALI cannot read
     cfg = recipe_cfg(dict(tiny_cifar, train=str(tmp_path)), tmp_path / "runs")
-    with pytest.raises(ConfigError, match="is not an ImageFolder tree.*data.format=dali reads"):
+    with pytest.raises(ConfigError, match="torchvision's cifar10 archive, which data.format=dali cannot read"):
         pretrain(cfg)
 
 

@@ -68,7 +68,7 @@ def test_two_processes_equal_one_process_on_the_whole_batch(name, fn, redundancy
 def test_ddp_on_two_cpu_processes_through_the_entry_point(view_parallel, data_format, tiny_cifar, tmp_path):
     """Lightning re-launches the command line for each process; the recipe must survive it.
     Both m-view pipelines shard the images over the processes (or not, view-parallel)."""
-    from conftest import run_entry, tiny_overrides
+    from helpers import run_entry, tiny_overrides
 
     extra = {"strategy": "ddp", "devices": 2, "method_kwargs.view_parallel": view_parallel, "data.format": data_format}
     overrides = tiny_overrides(tiny_cifar, tmp_path, **extra)
@@ -95,8 +95,8 @@ def _view_parallel_worker(rank: int, init_file: str, out_dir: str, overrides: li
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    from mvssl_plugin.cli.common import compose_recipe
-    from mvssl_plugin.cli.pretrain import build_pretrain_model
+    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.train.pretrain import build_pretrain_model
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
     cfg = compose_recipe("mabt_cifar.yaml", "pretrain", overrides + ["method_kwargs.view_parallel=true"])
@@ -115,10 +115,10 @@ def _view_parallel_worker(rank: int, init_file: str, out_dir: str, overrides: li
 def test_view_parallel_equals_one_process_with_all_views(tiny_cifar, tmp_path):
     """4 views over 2 processes, 2 each: the same loss and averaged gradients as one
     process forwarding all 4 views (per-view BatchNorm makes this exact, no SyncBN needed)."""
-    from conftest import tiny_overrides
+    from helpers import tiny_overrides
 
-    from mvssl_plugin.cli.common import compose_recipe
-    from mvssl_plugin.cli.pretrain import build_pretrain_model
+    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.train.pretrain import build_pretrain_model
 
     overrides = tiny_overrides(tiny_cifar, tmp_path, strategy="ddp", devices=2)
     gen = torch.Generator().manual_seed(0)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_entry, tiny_overrides
+from helpers import REPO, run_entry, tiny_overrides
 
-from mvssl_plugin.cli.common import compose_recipe, find_recipe_dir, list_recipes
-from mvssl_plugin.cli.pretrain import pretrain
+from mvssl_plugin.cli.recipes import compose_recipe, find_recipe_dir, list_recipes
+from mvssl_plugin.train.pretrain import pretrain
 
 PRETRAIN_RECIPES = list_recipes("pretrain")
 LINEAR_RECIPES = list_recipes("linear")
@@ -26,8 +26,23 @@ def pretrained(tiny_cifar, tmp_path_factory) -> Path:
         "main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *tiny_overrides(tiny_cifar, out)], cwd=out
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (run_dir,) = (out / "mabt").iterdir()
+    (out / "stdout.txt").write_text(result.stdout)
+    (run_dir,) = (p for p in (out / "mabt").iterdir() if p.is_dir())
     return run_dir
+
+
+def test_pretrain_prints_the_start_block_once(pretrained):
+    stdout = (pretrained.parents[1] / "stdout.txt").read_text()
+    assert stdout.count("mvssl run:") == 1
+    block = stdout[stdout.index("mvssl run:") :].splitlines()[1:9]
+    facts = dict(line.strip().split("  ", 1) for line in block)
+    assert facts["method"].strip() == "mabt (objective leave_one_out, projector solo)"
+    assert facts["views"].strip() == "4 x 32 px" and facts["projector d"].strip() == "16"
+    assert facts["orthogonality"].strip().startswith("lamb = ") and "auto: 3.3/16 x 0.8889" in facts["orthogonality"]
+    assert "24 images of" in facts["data"] and "3 steps per epoch; 1 epochs" in facts["batch"]
+    assert facts["run folder"].strip().endswith(pretrained.name)
+    args = json.loads((pretrained / "args.json").read_text())
+    assert args["run_summary"]["views"] == "4 x 32 px"  # the same facts stay in args.json
 
 
 def test_pretrain_writes_solo_learns_layout(pretrained):
@@ -35,7 +50,9 @@ def test_pretrain_writes_solo_learns_layout(pretrained):
     assert ckpt.name.startswith("mabt-cifar10-4views-d16-offline-") and ckpt.name.endswith("-ep=0.ckpt")
     args = json.loads((pretrained / "args.json").read_text())
     assert args["method"] == "mabt" and args["data"]["num_large_crops"] == 4
-    assert args["method_kwargs"]["lamb"] == pytest.approx(3.3 / 16 * 0.5)  # 'auto' resolved, recorded
+    # 'auto' resolved and recorded: 3.3 / d times the leave-one-out factor 0.5 (4/3)^2 at m = 4
+    assert args["method_kwargs"]["lamb"] == pytest.approx(3.3 / 16 * 0.5 * (4 / 3) ** 2)
+    assert args["method_kwargs"]["beta_rule"] == "auto: 3.3/16 x 0.8889"
     assert args["method_kwargs"]["proj_hidden_dim"] == 16  # interpolation resolved
     state = torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
     assert "projector.6.weight" in state and state["projector.6.weight"].shape == (16, 16)
@@ -50,7 +67,7 @@ def test_linear_evaluation_loads_the_checkpoint(pretrained, tiny_cifar, tmp_path
     ]
     result = run_entry("main_linear.py", args, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "Loaded backbone weights from" in result.stdout and "val_acc1=" in result.stdout
+    assert "mvssl: backbone weights from" in result.stdout and "val_acc1=" in result.stdout
     (run_dir,) = (tmp_path / "linear").iterdir()
     (linear_ckpt,) = run_dir.glob("*.ckpt")
     pre = torch.load(next(pretrained.glob("*.ckpt")), map_location="cpu", weights_only=False)["state_dict"]
@@ -65,8 +82,8 @@ def test_linear_rejects_a_mismatched_backbone(pretrained, tiny_cifar, tmp_path):
     cfg = compose_recipe(
         "linear_cifar.yaml", "linear", [f"pretrained_feature_extractor={pretrained}", "accelerator=cpu", *overrides]
     )
-    from mvssl_plugin.cli.linear import linear
     from mvssl_plugin.errors import ConfigError
+    from mvssl_plugin.train.linear import linear
 
     with pytest.raises(ConfigError, match="does not hold this backbone"):
         linear(cfg)  # the recipe's resnet18 is not the width-4 network that was pretrained
@@ -109,7 +126,8 @@ def test_mavicreg_multicrop_fraction_knn_and_wandb_offline(tiny_cifar, tmp_path,
     assert 0 <= float(trainer.callback_metrics["val_knn_acc1"]) <= 100  # solo-learn's online kNN ran
     assert list((tmp_path / "wandb").glob("offline-run-*"))
     args = json.loads(next((tmp_path / "mavicreg").glob("*/args.json")).read_text())
-    assert args["method_kwargs"]["cov_loss_weight"] == pytest.approx(25 * 2048 / 25 / 16 * 0.5)
+    # VICReg's rule: sim_loss_weight x c / d with c = 10.6, no multi-view factor
+    assert args["method_kwargs"]["cov_loss_weight"] == pytest.approx(25 * 10.6 / 16)
 
 
 @pytest.mark.parametrize("command", ["main_pretrain.py", "mvssl-pretrain"])
@@ -137,16 +155,70 @@ def test_solo_style_relative_config_path_works(tmp_path):
 @pytest.mark.parametrize("recipe", PRETRAIN_RECIPES)
 def test_every_pretrain_recipe_composes_and_resolves_beta(recipe):
     from mvssl_plugin.config import count_views, resolve_beta
+    from mvssl_plugin.registry import beta_slot
 
     cfg = compose_recipe(recipe, "pretrain")
-    resolve_beta(cfg)
+    resolve_beta(cfg, beta_slot(cfg.method), cfg.method_kwargs.get("objective", "leave_one_out"))
     assert cfg.method in ("mabt", "mavicreg") and count_views(cfg) >= 2
     weight = cfg.method_kwargs.lamb if cfg.method == "mabt" else cfg.method_kwargs.cov_loss_weight
     assert isinstance(weight, float) and weight > 0
-    assert find_recipe_dir(recipe, "pretrain").name == cfg.data.dataset
+    assert cfg.data.dataset in find_recipe_dir(recipe, "pretrain").relative_to(REPO / "scripts" / "pretrain").parts
 
 
 @pytest.mark.parametrize("recipe", LINEAR_RECIPES)
 def test_every_linear_recipe_composes(recipe):
     cfg = compose_recipe(recipe, "linear", ["pretrained_feature_extractor=x.ckpt"])
     assert cfg.data.val_path and cfg.backbone.name and cfg.optimizer.name == "sgd"
+
+
+def test_a_two_view_builtin_on_a_multi_view_recipe_stops_before_building(tiny_cifar, tmp_path):
+    args = ["--config-name", "mabt_cifar.yaml", "method=barlow_twins", *tiny_overrides(tiny_cifar, tmp_path / "runs")]
+    result = run_entry("main_pretrain.py", args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "method=barlow_twins is solo-learn's two-view method" in result.stderr
+    assert "set data.num_views=2" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_builtin_method_gets_none_of_the_plugins_keys(tiny_cifar, tmp_path):
+    cfg = compose_recipe(
+        "mabt_cifar.yaml",
+        "pretrain",
+        ["method=barlow_twins", "data.num_views=2", *tiny_overrides(tiny_cifar, tmp_path)],
+    )
+    pretrain(cfg)
+    (args_file,) = (tmp_path / "barlow_twins").glob("*/args.json")
+    kwargs = json.loads(args_file.read_text())["method_kwargs"]
+    assert not {"objective", "projector", "redundancy", "fused_forward", "view_parallel"} & set(kwargs)
+    assert kwargs["lamb"] == pytest.approx(3.3 / 16) and kwargs["beta_rule"] == "auto: 3.3/16"
+
+
+def test_run_json_re_runs_a_multirun_job_exactly(tiny_cifar, tmp_path):
+    """Each multirun job records its own command; running it again gives the same config."""
+    args = ["--config-name", "mabt_cifar.yaml", "-m", "method_kwargs.proj_output_dim=8,12"]
+    args += [o for o in tiny_overrides(tiny_cifar, tmp_path / "runs") if not o.startswith("method_kwargs.proj_")]
+    args += ["hydra.sweep.dir=" + str(tmp_path / "multirun")]
+    result = run_entry("main_pretrain.py", args, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    def runs() -> dict:
+        out = {}
+        for run_json in (tmp_path / "runs" / "mabt").glob("*/run.json"):
+            args_json = json.loads((run_json.parent / "args.json").read_text())
+            out[run_json.parent] = (json.loads(run_json.read_text())["launches"][0], args_json)
+        return out
+
+    before = runs()
+    by_dim = {a["method_kwargs"]["proj_output_dim"]: (launch, a) for launch, a in before.values()}
+    assert sorted(by_dim) == [8, 12]
+    for dim, (launch, _) in by_dim.items():
+        assert f"method_kwargs.proj_output_dim={dim}" in launch["command"] and " -m" not in launch["command"]
+    launch, original = by_dim[12]
+    python, script, *rest = launch["command"].split()
+    assert python == "python"
+    again = run_entry(str(Path(script).relative_to(REPO)), rest, cwd=Path(launch["cwd"]), timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    (new,) = set(runs()) - set(before)
+    rerun = runs()[new][1]
+    for key in ("method_kwargs", "data", "optimizer", "augmentations", "max_epochs", "seed", "backbone"):
+        assert rerun[key] == original[key], key

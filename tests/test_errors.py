@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import run_entry, tiny_overrides
+from helpers import run_entry, tiny_overrides
 
-from mvssl_plugin.cli.common import compose_recipe
-from mvssl_plugin.cli.pretrain import pretrain
+from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.train.pretrain import pretrain
 
 CASES = [
     ("mabt_cifar.yaml", {"data.num_views": 1}, "needs at least 2 views"),
@@ -85,7 +85,7 @@ def test_unknown_recipe_lists_the_available_ones(tmp_path):
 
 
 def test_linear_without_a_checkpoint(tiny_cifar, tmp_path):
-    from mvssl_plugin.cli.linear import linear
+    from mvssl_plugin.train.linear import linear
 
     data = [o for o in tiny_overrides(tiny_cifar, tmp_path) if o.startswith("data.")]
     cfg = compose_recipe("linear_cifar.yaml", "linear", ["pretrained_feature_extractor=/no/run.ckpt", *data])
@@ -115,12 +115,12 @@ def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tiny_c
 
 
 def test_entry_point_reports_a_non_finite_loss_in_one_line(capsys):
-    from mvssl_plugin.cli.common import report_config_errors
+    from mvssl_plugin.cli.report import report_errors
 
     def diverging(cfg):
         raise FloatingPointError("train_barlow_loss is nan at epoch 3, step 40: ...")
 
     with pytest.raises(SystemExit) as stop:
-        report_config_errors(diverging)(None)
+        report_errors(diverging)(None)
     assert stop.value.code == 3
     assert capsys.readouterr().err == "mvssl training stopped: train_barlow_loss is nan at epoch 3, step 40: ...\n"

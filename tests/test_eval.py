@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_entry, tiny_overrides
+from helpers import run_entry, tiny_overrides
 
-from mvssl_plugin.cli.common import compose_recipe, run_tags
-from mvssl_plugin.config import resolve_beta
+from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.config import VICREG_SLOT, resolve_beta
 from mvssl_plugin.eval.compare import pareto_front
 from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe
 from mvssl_plugin.eval.rank import rankme
+from mvssl_plugin.train.trainer import run_tags
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -61,7 +62,7 @@ def test_wandb_tags_name_method_views_pdim_beta_fraction(tiny_cifar, tmp_path):
     cfg = compose_recipe(
         "mavicreg_cifar.yaml", "pretrain", tiny_overrides(tiny_cifar, tmp_path, **{"data.fraction": 0.5})
     )
-    resolve_beta(cfg)
+    resolve_beta(cfg, VICREG_SLOT)
     beta = cfg.method_kwargs.cov_loss_weight / cfg.method_kwargs.sim_loss_weight
     assert run_tags(cfg) == ["method:mavicreg", "views:4", "pdim:16", "fraction:0.5", f"beta:{beta:.4g}"]
 
@@ -205,6 +206,6 @@ def test_compare_writes_table_and_plots_from_local_logs(runs, tmp_path):
 
 def test_compare_names_what_is_missing(runs, tmp_path):
     empty = run_entry("main_compare.py", [str(tmp_path)], cwd=tmp_path)
-    assert empty.returncode == 2 and "no run folders" in empty.stderr
+    assert empty.returncode == 2 and "no pretraining run folders" in empty.stderr
     metric = run_entry("main_compare.py", [str(runs["root"]), "--metric", "val_top1", "--out", str(tmp_path)], tmp_path)
     assert metric.returncode == 2 and "--metric val_top1: no run logged it" in metric.stderr

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import tiny_overrides
+from helpers import tiny_overrides
 
-from mvssl_plugin.cli.common import compose_recipe
-from mvssl_plugin.cli.pretrain import build_pretrain_model
+from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.methods import MultiAugBarlowTwins, MultiAugVICReg
+from mvssl_plugin.train.pretrain import build_pretrain_model
 
 
 def build(recipe: str, tiny_cifar, tmp_path, *extra: str):
@@ -96,7 +96,7 @@ def test_fused_forward_trains(tiny_cifar, tmp_path):
 
 
 def test_mean_redundancy_variant_trains(tiny_cifar, tmp_path):
-    _, model = build("mabt_cifar.yaml", tiny_cifar, tmp_path, "method_kwargs.redundancy=mean")
+    _, model = build("mabt_cifar.yaml", tiny_cifar, tmp_path, "method_kwargs.redundancy=mean_embedding")
     loss, _ = step_and_grads(model, batch(4))
     assert torch.isfinite(loss)
 

@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_image_folder, run_entry, tiny_overrides
+from helpers import REPO, make_image_folder, run_entry, tiny_overrides
 
-from mvssl_plugin.cli.checkpoints import find_resumable, is_complete_checkpoint
-from mvssl_plugin.cli.common import compose_recipe
+from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.runs import is_complete_checkpoint
+from mvssl_plugin.train.checkpoints import find_resumable
 
 MAX_EPOCHS = 6
 
@@ -75,7 +76,8 @@ def test_killed_run_resumes_in_the_same_folder_and_continues(data_format, data, 
     second = run_entry("main_pretrain.py", args, cwd=tmp_path)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     resumed = re.search(
-        r"Resuming from previous checkpoint that matches specifications: '(.*ep=(\d+)\.ckpt)'", second.stdout
+        r"mvssl: resuming from the newest complete checkpoint that matches this config: (.*ep=(\d+)\.ckpt)",
+        second.stdout,
     )
     assert resumed, second.stdout[-3000:]
     start = int(resumed.group(2)) + 1
@@ -118,8 +120,8 @@ def test_truncated_newest_checkpoint_is_skipped(data, tmp_path):
     assert is_complete_checkpoint(good) and not is_complete_checkpoint(truncated)
     cfg = compose_recipe("mabt_cifar.yaml", "pretrain", command(data, tmp_path)[2:])
     cfg.auto_resume.max_hours = 36
-    from mvssl_plugin.cli.pretrain import build_pretrain_model
+    from mvssl_plugin.train.pretrain import build_pretrain_model
 
     cfg, _ = build_pretrain_model(cfg)  # completes the config as a real resume would see it
-    found, _ = find_resumable(cfg, str(tmp_path / "mabt"))
-    assert found == good
+    found, _, skipped = find_resumable(cfg, str(tmp_path / "mabt"))
+    assert found == good and skipped == [truncated]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_entry, tiny_overrides
+from helpers import run_entry, tiny_overrides
 
-from mvssl_plugin.cli.common import compose_recipe
+from mvssl_plugin.cli.recipes import compose_recipe
 
 
 @pytest.mark.parametrize(

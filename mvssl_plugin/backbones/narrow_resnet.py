@@ -9,7 +9,7 @@ built here from torchvision's own ``BasicBlock``.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 from torchvision.models.resnet import BasicBlock
 
 

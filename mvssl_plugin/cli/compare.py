@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.cli.report import report_errors
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,15 +23,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@report_errors
 def main(argv: Optional[List[str]] = None) -> None:
     from mvssl_plugin.eval.compare import compare, markdown
 
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        result = compare(args.runs, args.out, args.metric, args.targets)
-    except ConfigError as err:
-        print(f"mvssl config error: {err}", file=sys.stderr)
-        sys.exit(2)
+    result = compare(args.runs, args.out, args.metric, args.targets)
     print(markdown(result["table"]))
     print("wrote", *map(str, result["files"]), sep="\n  ")
 

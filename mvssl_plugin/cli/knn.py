@@ -15,10 +15,9 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from mvssl_plugin.cli.report import quiet_dependency_warnings, report_errors
 from mvssl_plugin.errors import ConfigError
-
-FEATURE_TYPES = ("backbone", "projector")
-DISTANCES = ("cosine", "euclidean")
+from mvssl_plugin.eval.knn import DISTANCES, FEATURE_TYPES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    from mvssl_plugin.data.folders import is_image_folder_tree
+    from mvssl_plugin.imagefolder import is_image_folder_tree
 
     if any(k < 1 for k in args.k):
         raise ConfigError(f"--k {args.k}: every k must be >= 1")
@@ -61,19 +60,18 @@ def knn(argv: Optional[List[str]] = None) -> List[dict]:
     """Runs the kNN grid; returns one row per (feature, k, distance, temperature)."""
     from omegaconf import OmegaConf
     from solo.data.classification_dataloader import prepare_transforms
-    from solo.utils.knn import WeightedKNNClassifier
     from torch.utils.data import DataLoader
 
     from mvssl_plugin.data.folders import classification_datasets
-    from mvssl_plugin.eval.callbacks import write_csv
     from mvssl_plugin.eval.features import extract_features, load_pretrained, resolve_device
+    from mvssl_plugin.eval.knn import knn_grid
+    from mvssl_plugin.runs import KNN, write_csv
 
     args = build_parser().parse_args(argv)
     check_args(args)
     device = resolve_device(args.device)
     model, cfg, ckpt = load_pretrained(args.pretrained_checkpoint_dir)
-    print(f"Loaded {cfg.method} from {ckpt}; features on {device}")
-
+    print(f"mvssl: {cfg.method} from {ckpt}; features on {device}", flush=True)
     data_cfg = OmegaConf.create(
         {
             "data": {
@@ -90,54 +88,24 @@ def knn(argv: Optional[List[str]] = None) -> List[dict]:
     features = {}
     for name, dataset in (("train", train_set), ("val", val_set)):
         loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.num_workers)
-        features[name] = extract_features(model, loader, device)
-
-    rows = []
-    for feature in args.feature_type:
-        if feature not in features["train"]:
-            print(f"{cfg.method} has no projector: skipping --feature_type {feature}")
-            continue
-        for k in args.k:
-            for distance in args.distance_function:
-                for temperature in args.temperature if distance == "cosine" else [None]:
-                    classifier = WeightedKNNClassifier(k=k, T=temperature or 0.07, distance_fx=distance)
-                    classifier(
-                        train_features=features["train"][feature],
-                        train_targets=features["train"]["labels"],
-                        test_features=features["val"][feature],
-                        test_targets=features["val"]["labels"],
-                    )
-                    acc1, acc5 = classifier.compute()
-                    rows.append(
-                        {
-                            "feature": feature,
-                            "k": k,
-                            "distance": distance,
-                            "temperature": temperature if temperature is not None else "",
-                            "acc1": round(float(acc1), 3),
-                            "acc5": round(float(acc5), 3),
-                        }
-                    )
-                    print(
-                        f"kNN {feature:9s} k={k:<4d} {distance:9s} T={temperature if temperature else '-':<5} "
-                        f"acc@1 {float(acc1):6.2f}  acc@5 {float(acc5):6.2f}",
-                        flush=True,
-                    )
-    out = Path(ckpt).parent / "knn.csv"
-    write_csv(out, rows)
-    print(f"kNN results -> {out}")
+        features[name] = extract_features(model, loader, device, desc=f"{name} features")
+    rows = knn_grid(
+        features["train"],
+        features["val"],
+        args.feature_type,
+        args.k,
+        args.distance_function,
+        args.temperature,
+        report=lambda line: print(line, flush=True),
+    )
+    out = write_csv(Path(ckpt).parent / KNN, rows)
+    print(f"mvssl: kNN results -> {out}")
     return rows
 
 
 def main() -> None:
-    from mvssl_plugin.cli.common import quiet_dependency_warnings
-
     quiet_dependency_warnings()
-    try:
-        knn(sys.argv[1:])
-    except ConfigError as err:
-        print(f"mvssl config error: {err}", file=sys.stderr)
-        sys.exit(2)
+    report_errors(knn)(sys.argv[1:])
 
 
 if __name__ == "__main__":

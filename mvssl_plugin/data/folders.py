@@ -14,33 +14,9 @@ from typing import Callable, Optional, Tuple
 from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 
+from mvssl_plugin.config.data import TORCHVISION_DATASETS
 from mvssl_plugin.errors import ConfigError
-
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-TORCHVISION_DATASETS = ("cifar10", "cifar100", "stl10")
-
-
-def is_image_folder_tree(path: Optional[str | os.PathLike]) -> bool:
-    """True when ``path`` has at least one sub-folder holding an image file."""
-    if path is None or not os.path.isdir(path):
-        return False
-    for entry in os.scandir(path):
-        if entry.is_dir():
-            for child in os.scandir(entry.path):
-                if child.is_file() and child.name.lower().endswith(IMAGE_EXTENSIONS):
-                    return True
-    return False
-
-
-def empty_class_folders(path: str | os.PathLike) -> list[str]:
-    """Sub-folders of an ImageFolder tree without a single image file."""
-    empty = []
-    for entry in sorted(os.scandir(path), key=lambda e: e.name):
-        if entry.is_dir() and not any(
-            child.is_file() and child.name.lower().endswith(IMAGE_EXTENSIONS) for child in os.scandir(entry.path)
-        ):
-            empty.append(entry.name)
-    return empty
+from mvssl_plugin.imagefolder import is_image_folder_tree
 
 
 def solo_dataset_name(dataset: str, path: Optional[str | os.PathLike]) -> str:
@@ -52,10 +28,10 @@ def solo_dataset_name(dataset: str, path: Optional[str | os.PathLike]) -> str:
 
 
 def solo_data_format(data_format: str) -> str:
-    """The format to hand solo-learn: DALI reads ImageFolder trees, so its files are
-    listed as solo-learn lists an ``image_folder`` (solo-learn's own DALI path is
-    ImageNet-only)."""
-    return "image_folder" if data_format == "dali" else data_format
+    """The format to hand solo-learn: DALI and the in-memory format read ImageFolder
+    trees, so their files are listed as solo-learn lists an ``image_folder`` (solo-learn's
+    own DALI path is ImageNet-only)."""
+    return "image_folder" if data_format in ("dali", "memory") else data_format
 
 
 def pretrain_transform(cfg: DictConfig) -> Callable:
@@ -101,17 +77,30 @@ def check_batch_fits(cfg: DictConfig, num_images: int) -> None:
         )
 
 
+def prepare_pretrain_dataloader(cfg: DictConfig, dataset) -> DataLoader:
+    """solo-learn's pretraining loader settings (shuffle, drop_last), with pinned memory
+    only where there is a GPU to pin for."""
+    import torch
+
+    return DataLoader(
+        dataset,
+        batch_size=cfg.optimizer.batch_size,
+        shuffle=True,
+        num_workers=cfg.data.num_workers,
+        pin_memory=torch.cuda.is_available(),
+        drop_last=True,
+    )
+
+
 def pretrain_loader(cfg: DictConfig, transform: Callable) -> DataLoader:
     """solo-learn's pretraining dataset and loader, ImageFolder trees included.
 
     Batches are ``[indexes, [view_1, ..., view_m], targets]``; ``data.fraction`` takes
     solo-learn's stratified subset (sklearn, seed 42).
     """
-    from solo.data.pretrain_dataloader import prepare_dataloader
-
     dataset = pretrain_dataset(cfg, transform)
     check_batch_fits(cfg, len(dataset))
-    return prepare_dataloader(dataset, batch_size=cfg.optimizer.batch_size, num_workers=cfg.data.num_workers)
+    return prepare_pretrain_dataloader(cfg, dataset)
 
 
 def classification_datasets(cfg: DictConfig, t_train: Callable, t_val: Callable, data_fraction: float = -1.0):
@@ -131,17 +120,51 @@ def classification_datasets(cfg: DictConfig, t_train: Callable, t_val: Callable,
 
 
 def classification_loaders(cfg: DictConfig, data_fraction: float = -1.0) -> Tuple[DataLoader, DataLoader]:
-    """solo-learn's labelled train/val loaders (its per-dataset transforms), ImageFolder aware."""
-    from solo.data.classification_dataloader import prepare_dataloaders, prepare_transforms
+    """solo-learn's labelled train/val loaders (its per-dataset transforms and loader
+    settings), ImageFolder aware, pinning memory only where there is a GPU."""
+    import torch
+    from solo.data.classification_dataloader import prepare_transforms
 
     train_set, val_set = classification_datasets(cfg, *prepare_transforms(cfg.data.dataset), data_fraction)
-    return prepare_dataloaders(
-        train_set, val_set, batch_size=cfg.optimizer.batch_size, num_workers=cfg.data.num_workers
+    common = dict(batch_size=cfg.optimizer.batch_size, num_workers=cfg.data.num_workers)
+    pin = torch.cuda.is_available()
+    return (
+        DataLoader(train_set, shuffle=True, pin_memory=pin, drop_last=True, **common),
+        DataLoader(val_set, shuffle=False, pin_memory=pin, drop_last=False, **common),
     )
 
 
+def stratified_subset(dataset, fraction: float):
+    """A stratified share of a labelled dataset (an ImageFolder or torchvision's CIFAR/STL),
+    split as solo-learn's ``data_fraction`` splits a training set (sklearn, seed 42)."""
+    from sklearn.model_selection import train_test_split
+    from torch.utils.data import Subset
+
+    labels = getattr(dataset, "targets", None)
+    labels = list(labels if labels is not None else dataset.labels)  # STL-10 names them labels
+    keep, _ = train_test_split(list(range(len(labels))), train_size=fraction, stratify=labels, random_state=42)
+    return Subset(dataset, sorted(keep))
+
+
 def pretrain_val_loader(cfg: DictConfig) -> Optional[DataLoader]:
-    """The online classifier's validation loader, or None when there is no val set."""
+    """The online classifier's validation loader, or None when there is no val set;
+    ``data.val_fraction`` (in (0, 1)) keeps a stratified share of the validation images,
+    for runs where a full validation pass would cost more than the training epoch."""
+    import torch
+
     if cfg.data.val_path is None or (cfg.data.dataset == "custom" and cfg.data.no_labels):
         return None
-    return classification_loaders(cfg)[1]
+    from solo.data.classification_dataloader import prepare_transforms
+
+    _, val_set = classification_datasets(cfg, *prepare_transforms(cfg.data.dataset))
+    fraction = cfg.data.get("val_fraction", -1)
+    if fraction not in (None, -1):
+        val_set = stratified_subset(val_set, fraction)
+    return DataLoader(
+        val_set,
+        batch_size=cfg.optimizer.batch_size,
+        shuffle=False,
+        num_workers=cfg.data.num_workers,
+        pin_memory=torch.cuda.is_available(),
+        drop_last=False,
+    )

@@ -5,6 +5,7 @@
   training loop waited on data; ``run.json`` with the command and device.
 - :class:`TimeToAccuracy` (``time_to_accuracy``): the epoch and seconds at which online
   accuracies first pass given targets -> ``time_to_accuracy.csv`` and wandb.
+- :class:`EpochSummary` (always on): each epoch's metrics printed as one line.
 - :class:`EffectiveRank` (``effective_rank``): RankMe of backbone and projector embeddings
   of a fixed set of validation images each epoch -> logged as ``rank_backbone`` /
   ``rank_projector`` (so in wandb and ``metrics.csv``).
@@ -15,16 +16,17 @@ what they spend learning; all clocks are saved in checkpoints and continue after
 
 from __future__ import annotations
 
-import csv
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import torch
 from lightning.pytorch.callbacks import Callback
 
 from mvssl_plugin.eval.rank import rankme
+from mvssl_plugin.runs import METRICS, RUN_LOG, TIME_TO_ACCURACY, read_csv, read_json, write_csv, write_json
 
 
 def run_folder(trainer) -> Optional[Path]:
@@ -35,24 +37,6 @@ def run_folder(trainer) -> Optional[Path]:
         if isinstance(callback, Checkpointer) and getattr(callback, "path", None) is not None:
             return Path(callback.path)
     return None
-
-
-def write_csv(path: Path, rows: List[Dict[str, object]]) -> None:
-    """Writes rows atomically (a temporary file renamed into place)."""
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    partial = path.with_name(path.name + ".part")
-    with open(partial, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(partial, path)
-
-
-def read_csv(path: Path) -> List[Dict[str, str]]:
-    if not path.is_file():
-        return []
-    with open(path, newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 class TrainClock(Callback):
@@ -118,9 +102,26 @@ def scalar_metrics(trainer) -> Dict[str, float]:
     return out
 
 
+CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
+
+
+def config_options(argv: Sequence[str]) -> List[str]:
+    """Hydra's config-location options of a command line, each with its value."""
+    kept, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in CONFIG_FLAGS and i + 1 < len(argv):
+            kept += [arg, argv[i + 1]]
+            i += 1
+        elif arg.startswith(tuple(f + "=" for f in CONFIG_FLAGS)):
+            kept.append(arg)
+        i += 1
+    return kept
+
+
 def command_line() -> str:
     """The command that runs this job alone: under a Hydra multirun, the sweep command is
-    replaced by this job's own overrides."""
+    replaced by the recipe options and this job's own overrides."""
     import shlex
     import sys
 
@@ -130,8 +131,7 @@ def command_line() -> str:
 
         hydra_cfg = HydraConfig.get()
         if hydra_cfg.mode.name == "MULTIRUN":
-            keep = [a for a in argv[1:] if a.startswith("--config")]
-            argv = [argv[0], *keep, *hydra_cfg.overrides.task]
+            argv = [argv[0], *config_options(argv[1:]), *hydra_cfg.overrides.task]
     except (ImportError, ValueError):
         pass
     return " ".join(shlex.quote(a) for a in ["python", *argv])
@@ -148,19 +148,18 @@ def device_description(trainer) -> str:
 
 class RunLog(TrainClock):
     """``metrics.csv`` beside the checkpoints: epoch, step, seconds, every logged scalar;
-    and ``run.json``: the command, device, versions and clocks (one entry per launch, so a
-    resumed run lists each of its segments).
+    and ``run.json``: the command, device, versions and clocks, one entry per launch,
+    written when the launch starts and brought up to date at every epoch and at the end,
+    so a killed launch is listed too (``status: running`` forever).
 
     Rows are written at each epoch's end, before that epoch's checkpoint (Lightning has
     reduced the epoch's metrics by then); after a resume, rows of re-run epochs replace
     the old ones."""
 
-    FILE = "metrics.csv"
-    PROVENANCE = "run.json"
-
     def __init__(self) -> None:
         super().__init__()
         self._data_wait, self._last_batch_end = 0.0, None
+        self._launch: Optional[int] = None
 
     # Data wait: from a step's end (or the epoch's start, loader start-up included) to the
     # next batch on the device. Host-side: on a GPU, kernels still queued overlap it, so it
@@ -180,47 +179,50 @@ class RunLog(TrainClock):
         super().on_validation_start(trainer, pl_module)
         self._last_batch_end = None
 
+    def on_fit_start(self, trainer, pl_module) -> None:
+        self._write_launch(trainer, "running")
+
     def on_train_end(self, trainer, pl_module) -> None:
-        self._write_provenance(trainer, finished=True)
+        self._write_launch(trainer, "finished")
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        self._write_provenance(trainer, finished=False)
+        self._write_launch(trainer, f"failed: {type(exception).__name__}")
 
-    def _write_provenance(self, trainer, finished: bool) -> None:
-        import json
+    def _write_launch(self, trainer, status: str) -> None:
         from datetime import datetime, timezone
 
         folder = run_folder(trainer)
         if folder is None or not trainer.is_global_zero or not folder.is_dir():
             return
-        path = folder / self.PROVENANCE
-        launches = json.loads(path.read_text())["launches"] if path.is_file() else []
-        launches.append(
+        path = folder / RUN_LOG
+        launches = read_json(path, {"launches": []})["launches"]
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        if self._launch is None or self._launch >= len(launches):
+            launches.append({"command": command_line(), "cwd": os.getcwd(), "started": now})
+            self._launch = len(launches) - 1
+        launches[self._launch].update(
             {
-                "command": command_line(),
-                "cwd": os.getcwd(),
                 "device": device_description(trainer),
                 "torch": torch.__version__,
-                "ended": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "finished": finished,
+                "updated": now,
+                "status": status,
+                "finished": status == "finished",
                 "epochs_completed": trainer.fit_loop.epoch_progress.current.completed,
                 "train_seconds": round(self.train_seconds, 2),
                 "wall_seconds": round(self.wall_now(), 2),
             }
         )
-        partial = path.with_name(path.name + ".part")
-        partial.write_text(json.dumps({"launches": launches}, indent=2))
-        os.replace(partial, path)
+        write_json(path, {"launches": launches})
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         epoch_start = self._epoch_start
         super().on_train_epoch_end(trainer, pl_module)
         epoch_seconds = time.perf_counter() - epoch_start - self._val_in_epoch if epoch_start else 0.0
         metrics = scalar_metrics(trainer)  # on every process: reducing synced metrics is collective
-        folder = run_folder(trainer)  # set by the checkpointer's on_train_start, after ours
+        folder = run_folder(trainer)
         if folder is None or not trainer.is_global_zero:
             return
-        path = folder / self.FILE
+        path = folder / METRICS
         row = {
             "epoch": trainer.current_epoch,
             "step": trainer.global_step,
@@ -232,13 +234,12 @@ class RunLog(TrainClock):
         }
         rows = [r for r in read_csv(path) if int(r["epoch"]) < trainer.current_epoch]
         write_csv(path, rows + [row])
+        self._write_launch(trainer, "running")
 
 
 class TimeToAccuracy(Callback):
     """Epoch, training and wall-clock seconds at which each metric first reaches each target,
     read off the run's clock (the :class:`RunLog`, which saves it in checkpoints)."""
-
-    FILE = "time_to_accuracy.csv"
 
     def __init__(self, metrics: Sequence[str], targets: Sequence[float], clock: TrainClock) -> None:
         self.metrics, self.targets = list(metrics), sorted(float(t) for t in targets)
@@ -280,7 +281,7 @@ class TimeToAccuracy(Callback):
             )
         folder = run_folder(trainer)
         if folder is not None and trainer.is_global_zero:
-            write_csv(folder / self.FILE, self.reached)
+            write_csv(folder / TIME_TO_ACCURACY, self.reached)
 
     def state_dict(self) -> dict:
         return {"reached": self.reached}
@@ -333,3 +334,53 @@ class EffectiveRank(Callback):
         pl_module.log("rank_backbone", rankme(torch.cat(feats)), sync_dist=False, rank_zero_only=True)
         if z:
             pl_module.log("rank_projector", rankme(torch.cat(z)), sync_dist=False, rank_zero_only=True)
+
+
+class EpochSummary(Callback):
+    """Prints each epoch's metrics, which Lightning shows nowhere without a logger.
+
+    Hooks are chosen to run after Lightning has reduced the epoch's values: validation
+    at ``on_validation_end``, training at the next epoch's start and at the end of fit,
+    and only for epochs this process trained (a resumed run has no values for the epoch
+    it resumed after).
+    """
+
+    def __init__(self) -> None:
+        self._trained_epoch: Optional[int] = None
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            self._print(trainer, "val", trainer.current_epoch)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._trained_epoch = trainer.current_epoch
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        if self._trained_epoch is not None and self._trained_epoch == trainer.current_epoch - 1:
+            self._print(trainer, "train", self._trained_epoch)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        if self._trained_epoch is not None:
+            self._print(trainer, "train", self._trained_epoch)
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        """Closes the progress bars now, so they are not redrawn at interpreter exit,
+        after everything else the run printed."""
+        bar = trainer.progress_bar_callback
+        for name in ("_train_progress_bar", "_val_progress_bar", "_test_progress_bar", "_predict_progress_bar"):
+            tqdm_bar = getattr(bar, name, None)
+            if tqdm_bar is not None:
+                tqdm_bar.close()
+
+    @staticmethod
+    def _print(trainer, prefix: str, epoch: int) -> None:
+        metrics = {
+            k.removesuffix("_epoch"): float(v)
+            for k, v in trainer.callback_metrics.items()
+            if k.startswith(prefix) and not k.endswith("_step") and v.numel() == 1
+        }
+        if metrics and trainer.is_global_zero:
+            text = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+            line = f"mvssl: epoch {epoch} {text}"
+            bar = trainer.progress_bar_callback
+            bar.print(line) if bar is not None else print(line, flush=True)  # keeps tqdm's bars intact

@@ -9,14 +9,25 @@ accuracy vs training seconds, and final accuracy vs training seconds with its Pa
 
 from __future__ import annotations
 
-import csv
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Tuple
 
-from mvssl_plugin.config import beta_of
+from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.registry import beta_slot
+from mvssl_plugin.runs import (
+    ARGS,
+    KNN,
+    METRICS,
+    PROBE,
+    atomic_write_text,
+    find_run_folders,
+    read_csv,
+    read_json,
+    write_csv,
+)
 
 
 @dataclass
@@ -34,8 +45,9 @@ class Run:
 
     @property
     def label(self) -> str:
+        """Method, views, d and data, then the run id, so repeated runs stay apart."""
         fraction = "" if self.fraction >= 1 else f" {self.fraction:.0%} data"
-        return f"{self.method} m={self.views} d={self.pdim}{fraction}"
+        return f"{self.method} m={self.views} d={self.pdim}{fraction} [{self.folder.name}]"
 
     def series(self, metric: str, x: str = "epoch") -> tuple[list[float], list[float]]:
         points = [(row[x], row[metric]) for row in self.rows if metric in row and x in row]
@@ -49,46 +61,63 @@ def _number(text: str) -> Optional[float]:
         return None
 
 
-def load_run(folder: Path) -> Run:
-    args = json.loads((folder / "args.json").read_text())
-    with open(folder / "metrics.csv", newline="") as handle:
-        rows = [
-            {k: v for k, v in ((k, _number(v)) for k, v in row.items()) if v is not None}
-            for row in csv.DictReader(handle)
-        ]
+def is_evaluation(args: dict) -> bool:
+    """Linear-evaluation runs (solo-learn's layout too) name the checkpoint they evaluate."""
+    return "pretrained_feature_extractor" in args or "pretrain_method" in args
+
+
+def views_of(args: dict) -> int:
+    data = args.get("data", {})
+    if data.get("num_large_crops") is not None:
+        return int(data["num_large_crops"]) + int(data.get("num_small_crops") or 0)
+    return sum(int(a.get("num_crops", 0)) for a in args.get("augmentations", []))
+
+
+def load_run(folder: Path, args: Optional[dict] = None) -> Run:
+    args = read_json(folder / ARGS) if args is None else args
+    rows = [
+        {k: v for k, v in ((k, _number(v)) for k, v in row.items()) if v is not None}
+        for row in read_csv(folder / METRICS)
+    ]
     fraction = args.get("data", {}).get("fraction", -1)
     run = Run(
         folder=folder,
         name=str(args.get("name", folder.name)),
         method=str(args.get("method")),
-        views=sum(int(a.get("num_crops", 0)) for a in args.get("augmentations", [])),
+        views=views_of(args),
         pdim=args.get("method_kwargs", {}).get("proj_output_dim"),
-        beta=beta_of(args.get("method"), args.get("method_kwargs", {})),
+        beta=beta_of(beta_slot(args.get("method")), args.get("method_kwargs", {})),
         fraction=1.0 if fraction in (None, -1) else float(fraction),
         rows=sorted(rows, key=lambda r: r.get("epoch", 0)),
     )
-    if (folder / "probe.json").is_file():
-        run.probe = json.loads((folder / "probe.json").read_text())
-    if (folder / "knn.csv").is_file():
-        with open(folder / "knn.csv", newline="") as handle:
-            run.knn_best = max((float(r["acc1"]) for r in csv.DictReader(handle)), default=None)
+    run.probe = read_json(folder / PROBE)
+    knn = read_csv(folder / KNN)
+    run.knn_best = max((float(r["acc1"]) for r in knn), default=None)
     return run
 
 
-def find_runs(paths: Sequence[str | Path]) -> List[Run]:
-    """Run folders among ``paths`` and below them (those holding args.json and metrics.csv)."""
+def find_runs(paths: Sequence[str | Path]) -> Tuple[List[Run], List[Path]]:
+    """Pretraining run folders among ``paths`` and below them (args.json + metrics.csv), and
+    the evaluation runs found beside them (left out: they are no pretraining rows)."""
     folders: List[Path] = []
     for path in map(Path, paths):
         if not path.exists():
             raise ConfigError(f"{str(path)!r} does not exist: pass run folders or a folder above them")
-        candidates = [path] if (path / "metrics.csv").is_file() else sorted(p.parent for p in path.rglob("metrics.csv"))
-        folders += [c for c in candidates if (c / "args.json").is_file() and c not in folders]
-    if not folders:
+        folders += [f for f in find_run_folders(path) if f not in folders]
+    runs, evaluations = [], []
+    for folder in folders:
+        args = read_json(folder / ARGS)
+        if is_evaluation(args):
+            evaluations.append(folder)
+        else:
+            runs.append(load_run(folder, args))
+    if not runs:
         raise ConfigError(
-            f"no run folders (args.json + metrics.csv) under {list(map(str, paths))}: runs write metrics.csv "
-            "beside their checkpoints (checkpoint.enabled=true)"
+            f"no pretraining run folders (args.json + metrics.csv) under {list(map(str, paths))}"
+            + (f" (only {len(evaluations)} linear-evaluation run(s))" if evaluations else "")
+            + ": runs write metrics.csv beside their checkpoints (checkpoint.enabled=true)"
         )
-    return [load_run(f) for f in folders]
+    return runs, evaluations
 
 
 def time_to(run: Run, metric: str, target: float) -> Optional[float]:
@@ -204,16 +233,18 @@ def compare(
     paths: Sequence[str | Path], out: str | Path, metric: str = "val_acc1", targets: Sequence[float] = ()
 ) -> dict:
     """Reads the runs, writes comparison.md / comparison.csv and the plots into ``out``."""
-    from mvssl_plugin.eval.callbacks import write_csv
-
-    runs = find_runs(paths)
+    runs, evaluations = find_runs(paths)
+    if evaluations:
+        print(f"mvssl compare: left out {len(evaluations)} linear-evaluation run(s): {[str(e) for e in evaluations]}")
     if not any(metric in row for run in runs for row in run.rows):
         available = sorted({k for run in runs for row in run.rows for k in row})
-        raise ConfigError(f"--metric {metric}: no run logged it; logged: {available}")
+        raise ConfigError(
+            f"--metric {metric}: no run logged it (runs without data.val_path log no val_* metric); logged: {available}"
+        )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table = summary(runs, metric, targets)
-    (out / "comparison.md").write_text(markdown(table))
+    atomic_write_text(out / "comparison.md", markdown(table))
     write_csv(out / "comparison.csv", table)
     plots = plot(runs, metric, out)
     return {"runs": runs, "table": table, "files": [out / "comparison.md", out / "comparison.csv", *plots]}

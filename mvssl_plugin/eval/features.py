@@ -7,49 +7,33 @@ a partial load would evaluate a half-random network without a word).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
-import torch.nn as nn
 from omegaconf import OmegaConf
+from torch import nn
 from torch.utils.data import DataLoader
 
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.runs import read_json, run_files
 
 
-def run_files(path: str | Path) -> Tuple[Path, Path]:
-    """(args.json, checkpoint) of a run folder (its newest complete checkpoint) or a ``.ckpt``."""
-    from mvssl_plugin.cli.checkpoints import newest_checkpoint
-
-    path = Path(path)
-    if path.is_file():
-        ckpt, folder = path, path.parent
-    elif path.is_dir():
-        ckpt, folder = newest_checkpoint(path), path
-        if ckpt is None:
-            raise ConfigError(f"{str(path)!r} holds no complete .ckpt: point at a pretraining run folder")
-    else:
-        raise ConfigError(f"{str(path)!r} does not exist: point at a pretraining run folder or its .ckpt")
-    args = folder / "args.json"
-    if not args.is_file():
-        raise ConfigError(f"{str(folder)!r} has no args.json: point at a run folder written by main_pretrain.py")
-    return args, ckpt
-
-
-def load_pretrained(path: str | Path) -> Tuple[nn.Module, "OmegaConf", Path]:
+def load_pretrained(path: str | Path) -> Tuple[nn.Module, OmegaConf, Path]:
     """The pretraining method of a run, rebuilt from args.json with its checkpoint's weights;
     returns (model, config, the checkpoint read)."""
     from mvssl_plugin.registry import register
 
     args_path, ckpt = run_files(path)
-    cfg = OmegaConf.create(json.loads(args_path.read_text()))
+    cfg = OmegaConf.create(read_json(args_path))
     methods = register()
     if cfg.method not in methods:
         raise ConfigError(f"{args_path}: method {cfg.method!r} is not registered in this solo-learn")
     model = methods[cfg.method](cfg)
-    state = torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
+    try:
+        state = torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
+    except Exception as err:  # a zip archive that is not a Lightning checkpoint
+        raise ConfigError(f"{ckpt}: not a Lightning checkpoint ({type(err).__name__}): point at a run folder") from None
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise ConfigError(f"{ckpt}: weights do not fit the method args.json describes (missing {missing[:3]})")
@@ -66,13 +50,18 @@ def resolve_device(device: str) -> torch.device:
 
 
 @torch.no_grad()
-def extract_features(model: Callable, loader: DataLoader, device: torch.device) -> Dict[str, torch.Tensor]:
+def extract_features(
+    model: Callable, loader: DataLoader, device: torch.device, desc: Optional[str] = None
+) -> Dict[str, torch.Tensor]:
     """``{"backbone": (N, F), "projector": (N, d), "labels": (N,)}`` on the CPU, in loader order.
 
     ``model`` maps images to solo-learn's output dict (``feats``, and ``z`` when it has a
-    projector) and sits on ``device`` in eval mode; batches are ``(images, labels)``."""
+    projector) and sits on ``device`` in eval mode; batches are ``(images, labels)``.
+    ``desc``: show a progress bar with this title (on stderr)."""
+    from tqdm.auto import tqdm
+
     backbone, projector, labels = [], [], []
-    for images, targets in loader:
+    for images, targets in tqdm(loader, desc=desc, disable=desc is None, leave=False, dynamic_ncols=True):
         out = model(images.to(device, non_blocking=True))
         backbone.append(out["feats"].float().cpu())
         if "z" in out:

@@ -3,30 +3,51 @@
 solo-learn already forwards any number of crops (large ones through the online
 classifier, small ones through ``multicrop_forward``); this class adds the projector,
 the optional one-call forward of all views, the finite-loss guard and the logging, and
-leaves each subclass one thing to define: its loss over the m projected views.
+leaves each subclass its facts (defaults, kwarg rules, where beta lives) and its loss
+over the m projected views.
+
+The contract is solo-learn's: a method is built from any config its own methods accept
+(``data.num_large_crops`` / ``num_small_crops``, no ``augmentations`` needed), and all
+of its checks live in :meth:`add_and_assert_specific_cfg`, which ``BaseMethod.__init__``
+calls and the entry points call early, before anything is built.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, Iterator, List, Sequence, Tuple
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, Dict, List, Tuple
 
 import omegaconf
 import torch
 import torch.distributed as dist
-import torch.nn as nn
 from solo.methods.base import BaseMethod
 from solo.utils.misc import omegaconf_select
+from torch import nn
 
-from mvssl_plugin.config import check_augmentations, check_projector_dims, check_view_parallel, resolve_beta
+from mvssl_plugin.config.augmentations import count_views
+from mvssl_plugin.config.beta import BetaSlot, resolve_beta
+from mvssl_plugin.config.hardware import world_size
+from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, select
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.losses import REDUNDANCY_MODES
+from mvssl_plugin.losses import OBJECTIVES, REDUNDANCY_MODES
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
 
+#: ``solo``: solo-learn's Barlow Twins / VICReg projector (3 linear layers), so the
+#: built-in methods and the plugin's differ only in their loss; ``paper``: the authors'
+#: released projector (2 layers, the first without bias).
+PROJECTORS = ("solo", "paper")
 
-def build_projector(features_dim: int, hidden_dim: int, output_dim: int) -> nn.Sequential:
-    """solo-learn's Barlow Twins / VICReg projector (3 linear layers), so that the
-    built-in methods and the plugin's differ only in their loss."""
+
+def build_projector(kind: str, features_dim: int, hidden_dim: int, output_dim: int) -> nn.Sequential:
+    """The projector ``kind`` names (see :data:`PROJECTORS`)."""
+    if kind == "paper":
+        return nn.Sequential(
+            nn.Linear(features_dim, hidden_dim, bias=False),
+            nn.BatchNorm1d(hidden_dim),
+            nn.ReLU(),
+            nn.Linear(hidden_dim, output_dim),
+        )
     return nn.Sequential(
         nn.Linear(features_dim, hidden_dim),
         nn.BatchNorm1d(hidden_dim),
@@ -39,51 +60,118 @@ def build_projector(features_dim: int, hidden_dim: int, output_dim: int) -> nn.S
 
 
 class MultiViewMethod(BaseMethod):
-    """Base of the m-view methods; subclasses implement :meth:`multiview_loss`.
+    """Base of the m-view methods; subclasses set their facts and implement :meth:`multiview_loss`.
 
-    Extra cfg settings:
-        method_kwargs:
-            proj_hidden_dim (int): hidden width of the projector.
-            proj_output_dim (int): projector output dimension d.
-            redundancy (str): ``per_view`` (exact loss) or ``mean`` (one redundancy
-                matrix on the mean embedding, the authors' cheaper variant).
-            fused_forward (bool): forward all views of one resolution in one backbone
-                call (faster; BatchNorm then sees m x batch images, so m = 2 is no longer
-                bit-identical to the two-view method). Defaults to False.
-            view_parallel (bool): under DDP, spread the views over the processes instead
-                of the images (m / world size views each, the same images everywhere).
-                Per-view, it trains exactly as one process with all m views. Defaults to False.
+    Extra cfg settings (``method_kwargs``), shared by every multi-view method:
+        proj_hidden_dim (int), proj_output_dim (int): projector widths; d is the output.
+        projector (str): ``solo`` (default, 3 layers) or ``paper`` (the authors' 2 layers).
+        objective (str): ``leave_one_out`` (default: each view against the mean of the
+            others; exact m = 2 parity with solo-learn) or ``fastssl`` (the authors'
+            released loss, exactly; implies the one-call forward).
+        redundancy (str): ``per_view`` (default) or ``mean_embedding`` (a cheaper variant
+            of ours, leave_one_out only).
+        fused_forward (bool | null): forward all views of one resolution in one backbone
+            call (BatchNorm then sees m x batch images). null: on for ``fastssl``, off
+            otherwise (off keeps m = 2 bit-identical to solo-learn's two-view method).
+        view_parallel (bool): under DDP, spread the views over the processes instead of
+            the images (m / world size views each, the same images everywhere).
     """
 
     #: metric name, shared with the matching solo-learn method so curves overlay in wandb
-    loss_metric: str = "train_multiview_loss"
+    loss_metric: ClassVar[str] = "train_multiview_loss"
+    #: where this method keeps its orthogonality weight (``auto`` resolves into it)
+    BETA_SLOT: ClassVar[BetaSlot]
+    #: this method's own kwarg defaults and rules
+    DEFAULTS: ClassVar[Dict[str, Any]] = {}
+    RULES: ClassVar[Tuple[Rule, ...]] = ()
+    #: kwargs every multi-view method reads (solo-learn's built-ins do not)
+    SHARED_DEFAULTS: ClassVar[Dict[str, Any]] = {
+        "projector": "solo",
+        "objective": "leave_one_out",
+        "redundancy": "per_view",
+        "fused_forward": None,
+        "view_parallel": False,
+    }
 
     def __init__(self, cfg: omegaconf.DictConfig):
         super().__init__(cfg)
         kwargs = cfg.method_kwargs
+        self.objective: str = kwargs.objective
         self.redundancy: str = kwargs.redundancy
         self.fused_forward: bool = kwargs.fused_forward
         self.view_parallel: bool = kwargs.view_parallel
-        self.projector = build_projector(self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim)
+        self.projector = build_projector(
+            kwargs.projector, self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim
+        )
+
+    @classmethod
+    def add_and_assert_specific_cfg(cls, cfg: omegaconf.DictConfig) -> omegaconf.DictConfig:
+        """Fills this method's defaults and checks its keys; resolves ``auto`` beta.
+
+        Reads the views from ``data.num_large_crops`` / ``num_small_crops`` (solo-learn's
+        contract); the augmentation pipelines themselves are the entry points' to check.
+        """
+        cfg = BaseMethod.add_and_assert_specific_cfg(cfg)
+        kwargs = cfg.method_kwargs
+        for key, default in {**cls.SHARED_DEFAULTS, **cls.DEFAULTS}.items():
+            kwargs[key] = omegaconf_select(cfg, f"method_kwargs.{key}", default)
+        for key in ("proj_output_dim", "proj_hidden_dim"):
+            value = select(cfg, f"method_kwargs.{key}")
+            if value is None:
+                raise ConfigError(f"method_kwargs.{key} is missing: set it, e.g. method_kwargs.{key}=256")
+            if not is_int(value) or value < 1:
+                raise ConfigError(f"method_kwargs.{key}={value!r}: must be an integer >= 1")
+        cls._check_choices(cfg)
+        m, small = count_views(cfg), int(select(cfg, "data.num_small_crops", 0) or 0)
+        if m < 2:
+            raise ConfigError(
+                f"method={cfg.method} needs at least 2 views per image, the config gives {m}: "
+                "set data.num_views (or augmentations[0].num_crops) to 2 or more"
+            )
+        if kwargs.objective == "fastssl" and small:
+            raise ConfigError(
+                "method_kwargs.objective=fastssl forwards all views in one call, which needs views of one "
+                "resolution: drop the small crops, or use objective=leave_one_out"
+            )
+        if kwargs.view_parallel:
+            world = world_size(cfg)
+            if small:
+                raise ConfigError(
+                    "method_kwargs.view_parallel=true needs views of one resolution (one augmentation pipeline); "
+                    "mixed-resolution recipes spread images, not views"
+                )
+            if world < 2 or m % world != 0:
+                raise ConfigError(
+                    f"method_kwargs.view_parallel=true spreads {m} views over {world} process(es): "
+                    "use devices that divide the number of views (at least 2), or view_parallel=false"
+                )
+        apply_rules(cfg, cls.RULES)
+        resolve_beta(cfg, cls.BETA_SLOT, kwargs.objective)
+        return cfg
 
     @staticmethod
-    def add_and_assert_specific_cfg(cfg: omegaconf.DictConfig) -> omegaconf.DictConfig:
-        cfg = super(MultiViewMethod, MultiViewMethod).add_and_assert_specific_cfg(cfg)
-        # the entry points check these before building anything; repeated for direct use
-        check_augmentations(cfg, multiview=True)
-        check_projector_dims(cfg, required=True)
-        cfg.method_kwargs.redundancy = omegaconf_select(cfg, "method_kwargs.redundancy", "per_view")
-        if cfg.method_kwargs.redundancy not in REDUNDANCY_MODES:
+    def _check_choices(cfg: omegaconf.DictConfig) -> None:
+        kwargs = cfg.method_kwargs
+        if kwargs.redundancy == "mean":  # its name before it was told apart from the authors' loss
+            kwargs.redundancy = "mean_embedding"
+        for key, choices in (("projector", PROJECTORS), ("objective", OBJECTIVES), ("redundancy", REDUNDANCY_MODES)):
+            if kwargs[key] not in choices:
+                raise ConfigError(f"method_kwargs.{key}={kwargs[key]!r}: choose one of {choices}")
+        if kwargs.objective == "fastssl" and kwargs.redundancy != "per_view":
             raise ConfigError(
-                f"method_kwargs.redundancy={cfg.method_kwargs.redundancy!r}: choose one of {REDUNDANCY_MODES}"
+                f"method_kwargs.redundancy={kwargs.redundancy!r} is a variant of the leave_one_out objective: "
+                "drop it, or use objective=leave_one_out"
             )
-        cfg.method_kwargs.fused_forward = omegaconf_select(cfg, "method_kwargs.fused_forward", False)
-        if not isinstance(cfg.method_kwargs.fused_forward, bool):
-            raise ConfigError(f"method_kwargs.fused_forward={cfg.method_kwargs.fused_forward!r}: use true or false")
-        cfg.method_kwargs.view_parallel = omegaconf_select(cfg, "method_kwargs.view_parallel", False)
-        check_view_parallel(cfg)
-        resolve_beta(cfg)
-        return cfg
+        if kwargs.fused_forward is None:
+            kwargs.fused_forward = kwargs.objective == "fastssl"
+        for key in ("fused_forward", "view_parallel"):
+            if not boolean(kwargs[key]):
+                raise ConfigError(f"method_kwargs.{key}={kwargs[key]!r}: use true or false")
+        if kwargs.objective == "fastssl" and not kwargs.fused_forward:
+            raise ConfigError(
+                "method_kwargs.objective=fastssl forwards all views in one call (BatchNorm sees m x batch "
+                "images, as the released code): drop fused_forward=false, or use objective=leave_one_out"
+            )
 
     @property
     def learnable_params(self) -> List[dict]:

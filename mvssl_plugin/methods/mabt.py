@@ -2,41 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-import omegaconf
 import torch
-from solo.utils.misc import omegaconf_select
 
-from mvssl_plugin.config import AUTO
+from mvssl_plugin.config.beta import BARLOW_SLOT
+from mvssl_plugin.config.values import AUTO, positive
 from mvssl_plugin.losses import multiview_barlow_loss
 from mvssl_plugin.methods.base import MultiViewMethod
 
 
 class MultiAugBarlowTwins(MultiViewMethod):
-    """Barlow Twins over m views: each view cross-correlated with the mean of the others.
+    """Barlow Twins over m views (see :func:`~mvssl_plugin.losses.multiview_barlow_loss`).
 
-    Extra cfg settings (besides :class:`MultiViewMethod`'s):
-        method_kwargs:
-            lamb (float | "auto"): off-diagonal weight beta; ``auto`` (default) applies
-                beta = beta_c / proj_output_dim, halved for m > 2.
-            beta_c (float): the rule's c. Defaults to 3.3 (authors' CIFAR-10 sweep).
-            scale_loss (float): overall factor, as solo-learn's. Defaults to 0.024.
+    Extra cfg settings (besides :class:`MultiViewMethod`'s), under ``method_kwargs``:
+        lamb (float | "auto"): off-diagonal weight beta; ``auto`` (default) applies the
+            rule beta = beta_c / proj_output_dim, times the multi-view factor for m > 2.
+        beta_c (float): the rule's c (default: fitted to the authors' CIFAR-10 sweep).
+        beta_multiview_factor (float): overrides the objective's multi-view factor.
+        scale_loss (float | null): overall factor, as solo-learn's. null (default): 0.024
+            (solo-learn's) for leave_one_out, 1 for fastssl (the release has none).
     """
 
     loss_metric = "train_barlow_loss"
+    BETA_SLOT = BARLOW_SLOT
+    DEFAULTS = {"lamb": AUTO, "scale_loss": None}
+    RULES = (
+        ("method_kwargs.scale_loss", positive, "must be a number > 0"),
+        ("method_kwargs.beta_c", positive, "must be a number > 0"),
+        ("method_kwargs.beta_multiview_factor", positive, "must be a number > 0"),
+    )
 
-    def __init__(self, cfg: omegaconf.DictConfig):
+    @classmethod
+    def add_and_assert_specific_cfg(cls, cfg):
+        cfg = super().add_and_assert_specific_cfg(cfg)
+        if cfg.method_kwargs.scale_loss is None:
+            cfg.method_kwargs.scale_loss = 1.0 if cfg.method_kwargs.objective == "fastssl" else 0.024
+        return cfg
+
+    def __init__(self, cfg):
         super().__init__(cfg)
         self.lamb: float = cfg.method_kwargs.lamb
         self.scale_loss: float = cfg.method_kwargs.scale_loss
 
-    @staticmethod
-    def add_and_assert_specific_cfg(cfg: omegaconf.DictConfig) -> omegaconf.DictConfig:
-        cfg.method_kwargs = omegaconf_select(cfg, "method_kwargs", {})
-        cfg.method_kwargs.lamb = omegaconf_select(cfg, "method_kwargs.lamb", AUTO)
-        cfg.method_kwargs.scale_loss = omegaconf_select(cfg, "method_kwargs.scale_loss", 0.024)
-        return super(MultiAugBarlowTwins, MultiAugBarlowTwins).add_and_assert_specific_cfg(cfg)
-
     def multiview_loss(self, z: Sequence[torch.Tensor]) -> torch.Tensor:
-        return multiview_barlow_loss(z, lamb=self.lamb, scale_loss=self.scale_loss, redundancy=self.redundancy)
+        return multiview_barlow_loss(
+            z, lamb=self.lamb, scale_loss=self.scale_loss, redundancy=self.redundancy, objective=self.objective
+        )

@@ -11,13 +11,11 @@ one run folder holds one curve.
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import zipfile
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -25,7 +23,8 @@ from omegaconf import DictConfig, OmegaConf
 from solo.utils.auto_resumer import AutoResumer
 from solo.utils.checkpointer import Checkpointer
 
-PARTIAL_SUFFIX = ".part"
+from mvssl_plugin.runs import ARGS, PARTIAL_SUFFIX, checkpoints, is_complete_checkpoint, read_json
+
 RNG_KEY = "mvssl_rng_states"
 
 
@@ -48,22 +47,6 @@ def set_rng_states(states: dict) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
-def is_complete_checkpoint(path: Path) -> bool:
-    """A torch checkpoint is a zip archive whose directory sits at its end: a truncated
-    file has none. Cheap: reads the directory, not the tensors."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return len(archive.namelist()) > 0
-    except (zipfile.BadZipFile, OSError):
-        return False
-
-
-def newest_checkpoint(run_dir: str | Path) -> Optional[Path]:
-    """The most recently written complete ``*.ckpt`` of a run folder, or None."""
-    ckpts = [p for p in Path(run_dir).glob("*.ckpt") if is_complete_checkpoint(p)]
-    return max(ckpts, key=lambda p: p.stat().st_mtime) if ckpts else None
-
-
 class AtomicCheckpointer(Checkpointer):
     """solo-learn's Checkpointer (same layout, args.json, frequency, keep_prev) with atomic
     writes, continuing in the folder of ``resume_from`` when the run resumes."""
@@ -71,6 +54,16 @@ class AtomicCheckpointer(Checkpointer):
     def __init__(self, cfg: DictConfig, logdir, frequency: int = 1, keep_prev: bool = False, resume_from=None):
         super().__init__(cfg, logdir=logdir, frequency=frequency, keep_prev=keep_prev)
         self.resume_from = Path(resume_from) if resume_from is not None else None
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        """The run folder and args.json now, before the sanity check (solo-learn makes them
+        at the training start), so the start block and run.json can name the folder."""
+        if getattr(self, "path", None) is None:
+            self.initial_setup(trainer)
+            self.save_args(trainer)
+
+    def on_train_start(self, trainer, _) -> None:
+        """Done in :meth:`setup`."""
 
     def initial_setup(self, trainer) -> None:
         if self.resume_from is None or trainer.logger is not None:  # wandb runs keep their id
@@ -114,23 +107,26 @@ class AtomicCheckpointer(Checkpointer):
             self._pending_rng = None
 
 
-def find_resumable(cfg: DictConfig, logdir: str) -> Tuple[Optional[Path], Optional[str]]:
+def find_resumable(cfg: DictConfig, logdir: str) -> Tuple[Optional[Path], Optional[str], List[Path]]:
     """The newest complete checkpoint of a run under ``logdir`` whose args.json matches
     ``cfg`` on solo-learn's AutoResumer keys and is younger than ``auto_resume.max_hours``.
-    Returns (checkpoint, wandb run id)."""
-    newest, run_id, newest_time = None, None, None
+    Returns (checkpoint, wandb run id, the matching runs' unreadable checkpoints skipped)."""
+    newest, run_id, newest_time, skipped = None, None, None, []
     oldest_allowed = datetime.now() - timedelta(hours=cfg.auto_resume.max_hours)
-    for args_file in Path(logdir).glob("*/args.json"):
+    for args_file in Path(logdir).glob(f"*/{ARGS}"):
         try:
-            args = DictConfig(json.loads(args_file.read_text()))
+            args = DictConfig(read_json(args_file))
         except (OSError, ValueError):
             continue
         if any(OmegaConf.select(args, k) != OmegaConf.select(cfg, k) for k in AutoResumer.SHOULD_MATCH):
             continue
-        for ckpt in args_file.parent.glob("*.ckpt"):
+        for ckpt in checkpoints(args_file.parent):
             written = datetime.fromtimestamp(ckpt.stat().st_mtime)
-            if written < oldest_allowed or not is_complete_checkpoint(ckpt):
+            if written < oldest_allowed:
+                continue
+            if not is_complete_checkpoint(ckpt):
+                skipped.append(ckpt)
                 continue
             if newest_time is None or written > newest_time:
                 newest, newest_time, run_id = ckpt, written, args.get("wandb_run_id")
-    return newest, run_id
+    return newest, run_id, skipped

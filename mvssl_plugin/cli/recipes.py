@@ -1,0 +1,110 @@
+"""Where ``--config-name`` finds a recipe: scripts/<kind>/<dataset>/ of the working
+directory or of the plugin's checkout, with no ``--config-path`` needed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional
+
+from omegaconf import DictConfig
+
+from mvssl_plugin.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Config groups shared by the recipes under scripts/<kind>/, not recipes themselves.
+GROUP_DIRS = ("base", "augmentations", "wandb", "study_pair", "released")
+
+
+def recipe_roots(kind: str) -> List[Path]:
+    """Where ``--config-name`` is looked up: ./scripts/<kind>, then the plugin checkout's."""
+    roots = [Path.cwd() / "scripts" / kind, REPO_ROOT / "scripts" / kind]
+    return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
+
+
+def _recipe_files(root: Path) -> List[Path]:
+    """Recipes under ``root``: yaml files one or more folders down, outside the group folders."""
+    return [p for p in root.rglob("*.yaml") if len(p.relative_to(root).parts) > 1 and p.parent.name not in GROUP_DIRS]
+
+
+def list_recipes(kind: str) -> List[str]:
+    """Names of the recipes under scripts/<kind>/<dataset>/ (and folders below, e.g. paper/)."""
+    return sorted({p.name for root in recipe_roots(kind) for p in _recipe_files(root)})
+
+
+def groups_dir(recipe_dir: Path) -> Path:
+    """The folder holding the shared config groups (``base/`` ...) for a recipe folder:
+    the nearest one up the tree, else the recipe folder's parent."""
+    for folder in [recipe_dir, *recipe_dir.parents]:
+        if (folder / "base").is_dir():
+            return folder
+    return recipe_dir.parent
+
+
+def find_recipe_dir(config_name: str, kind: str) -> Path:
+    """The folder under scripts/<kind>/ holding ``config_name`` (``.yaml`` optional)."""
+    name = config_name if config_name.endswith((".yaml", ".yml")) else f"{config_name}.yaml"
+    for root in recipe_roots(kind):
+        hits = sorted(p for p in _recipe_files(root) if p.name == name)
+        if len(hits) > 1:
+            raise ConfigError(f"--config-name {config_name} is ambiguous: {[str(h) for h in hits]}; pass --config-path")
+        if hits:
+            return hits[0].parent
+    available = sorted(list_recipes(kind))
+    raise ConfigError(f"no recipe named {config_name!r} under scripts/{kind}/; available: {available}")
+
+
+def _argv_value(argv: List[str], *flags: str) -> Optional[str]:
+    for i, arg in enumerate(argv):
+        for flag in flags:
+            if arg == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def with_recipe_path(argv: List[str], kind: str) -> List[str]:
+    """Completes the command line for Hydra: ``--config-path`` for a bare ``--config-name``
+    found under scripts/<kind>/ (a relative one is made absolute: Hydra would read it
+    relative to this module), and ``--config-dir`` for the shared groups (:func:`groups_dir`)."""
+    name = _argv_value(argv, "--config-name", "-cn")
+    if name is None:
+        return argv
+    config_path = _argv_value(argv, "--config-path", "-cp")
+    if config_path is None:
+        config_path = str(find_recipe_dir(name, kind))
+    else:
+        argv = _without_option(argv, "--config-path", "-cp")
+        config_path = os.path.abspath(config_path)
+    options = ["--config-path", config_path]
+    if _argv_value(argv, "--config-dir", "-cd") is None:
+        options += ["--config-dir", str(groups_dir(Path(config_path)))]
+    # options first: Lightning's DDP launcher re-runs argv with overrides appended, and
+    # Hydra's parser wants all overrides in one run at the end
+    return options + argv
+
+
+def _without_option(argv: List[str], *flags: str) -> List[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in flags:
+            skip = True
+        elif not arg.startswith(tuple(f + "=" for f in flags)):
+            out.append(arg)
+    return out
+
+
+def compose_recipe(config_name: str, kind: str, overrides: Optional[List[str]] = None) -> DictConfig:
+    """The config ``--config-name config_name`` would give (opened and resolved as the
+    entry points do), for notebooks and tests."""
+    from hydra import compose, initialize_config_dir
+
+    from mvssl_plugin.config import open_cfg
+
+    recipe_dir = find_recipe_dir(config_name, kind)
+    search = f"hydra.searchpath=[file://{groups_dir(recipe_dir)}]"
+    with initialize_config_dir(config_dir=str(recipe_dir), version_base="1.2"):
+        return open_cfg(compose(config_name=config_name, overrides=[search, *(overrides or [])]))

@@ -1,0 +1,68 @@
+"""How the entry points end: one line per error with its exit status, no traceback, and
+only the dependency notices known to be harmless silenced (by message)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import warnings
+from typing import Callable, NoReturn, TypeVar
+
+from mvssl_plugin.errors import NON_FINITE_EXIT_STATUS, ConfigError, DataError
+
+T = TypeVar("T")
+
+#: (message pattern, why it is harmless): each is printed on every run otherwise
+HARMLESS_WARNINGS = (
+    (r"Overwriting \w+ in registry", "timm re-registering its own models when solo-learn imports them"),
+    (r".*LeafSpec.*", "a torch.utils._pytree deprecation inside Lightning's own code"),
+    (r"Importing from timm\.[\w.]+ is deprecated", "solo-learn's import paths into timm"),
+    (r"`torch\.cuda\.amp\.custom_fwd\(args\.\.\.\)` is deprecated", "a decorator in solo-learn's whitening module"),
+    (r".*does not have many workers which may be a bottleneck.*", "Lightning's advice; data.num_workers is ours"),
+    (r"The '\w+_dataloader' does not have many workers", "the same advice, Lightning 2.1's wording"),
+)
+
+
+def quiet_dependency_warnings() -> None:
+    """Silences the notices of :data:`HARMLESS_WARNINGS`; every other warning still shows."""
+    for pattern, _ in HARMLESS_WARNINGS:
+        warnings.filterwarnings("ignore", message=pattern)
+
+
+def fail(message: str, status: int, kind: str = "config error") -> NoReturn:
+    """Prints ``mvssl <kind>: <message>`` on stderr and exits with ``status``."""
+    print(f"mvssl {kind}: {message}", file=sys.stderr, flush=True)
+    sys.exit(status)
+
+
+def report_errors(task: Callable[..., T]) -> Callable[..., T]:
+    """Turns a :class:`ConfigError` (exit 2), a non-finite loss (exit 3) or a
+    :class:`DataError` (exit 4) into one line, instead of a traceback. Checkpoints already
+    written stay as they are."""
+
+    @functools.wraps(task)
+    def wrapped(*args, **kwargs):
+        try:
+            return task(*args, **kwargs)
+        except ConfigError as err:
+            fail(str(err), ConfigError.exit_status)
+        except FloatingPointError as err:
+            fail(str(err), NON_FINITE_EXIT_STATUS, kind="training stopped")
+        except DataError as err:
+            fail(str(err), DataError.exit_status, kind="data error")
+
+    return wrapped
+
+
+def run_hydra(task: Callable, kind: str) -> None:
+    """Runs ``task`` as a Hydra app whose recipes live under scripts/<kind>/."""
+    import hydra
+
+    from mvssl_plugin.cli.recipes import with_recipe_path
+
+    quiet_dependency_warnings()
+    try:
+        sys.argv = [sys.argv[0]] + with_recipe_path(sys.argv[1:], kind)
+    except ConfigError as err:
+        fail(str(err), ConfigError.exit_status)
+    hydra.main(version_base="1.2", config_path=None)(report_errors(task))()

@@ -1,0 +1,104 @@
+"""Optimizer, scheduler, precision, checkpoint and signal keys: the numbers solo-learn
+would otherwise reject deep inside torch, Lightning or its own asserts, or silently misuse."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from mvssl_plugin.config.values import (
+    AUTO,
+    Rule,
+    apply_rules,
+    count,
+    is_int,
+    is_number,
+    non_negative,
+    positive,
+    require,
+    select,
+)
+from mvssl_plugin.errors import ConfigError
+
+TRAINING_RULES: tuple[Rule, ...] = (
+    ("optimizer.lr", positive, "must be a number > 0"),
+    ("optimizer.classifier_lr", positive, "must be a number > 0"),
+    ("optimizer.weight_decay", non_negative, "must be a number >= 0"),
+    ("scheduler.warmup_epochs", non_negative, "must be a number >= 0"),
+    ("scheduler.min_lr", non_negative, "must be a number >= 0"),
+    ("data.num_workers", lambda v: is_int(v) and v >= 0, "must be an integer >= 0"),
+    ("seed", is_int, "must be an integer"),
+    ("checkpoint.frequency", count, "must be an integer >= 1"),
+    ("knn_eval.k", count, "must be an integer >= 1"),
+    ("backbone.kwargs.width", count, "must be an integer >= 1"),
+)
+PRECISIONS = ("64", "32", "16", "bf16", "64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
+SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_optimizers builds
+
+
+def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
+    """Batch size, epochs, optimizer, scheduler, precision and :data:`TRAINING_RULES`."""
+    batch_size = select(cfg, "optimizer.batch_size")
+    if not is_int(batch_size) or batch_size < 2:
+        raise ConfigError(f"optimizer.batch_size={batch_size!r}: must be an integer >= 2 (batch statistics)")
+    max_epochs = select(cfg, "max_epochs")
+    if not is_int(max_epochs) or max_epochs < 1:
+        raise ConfigError(f"max_epochs={max_epochs!r}: must be an integer >= 1")
+    name = select(cfg, "optimizer.name")
+    if name not in optimizers:
+        raise ConfigError(f"optimizer.name={name!r}: choose one of {sorted(optimizers)}")
+    scheduler = select(cfg, "scheduler.name", "none")
+    if scheduler not in SCHEDULERS:
+        raise ConfigError(f"scheduler.name={scheduler!r}: choose one of {SCHEDULERS}")
+    if scheduler == "step":
+        steps = select(cfg, "scheduler.lr_decay_steps")
+        if steps is None or len(steps) == 0 or not all(count(s) for s in steps):
+            raise ConfigError(f"scheduler.lr_decay_steps={steps!r}: the step scheduler needs epochs, e.g. [60, 80]")
+    precision = str(select(cfg, "precision", "32"))
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision={precision!r}: choose one of {PRECISIONS}")
+    apply_rules(cfg, TRAINING_RULES)
+
+
+PROBE_RULES: tuple[Rule, ...] = (
+    ("probe.train_patches", count, "must be an integer >= 1"),
+    ("probe.test_patches", count, "must be an integer >= 1"),
+    ("probe.epochs", count, "must be an integer >= 1"),
+    ("probe.lr", positive, "must be a number > 0"),
+    ("probe.batch_size", count, "must be an integer >= 1"),
+    ("probe.weight_decay", non_negative, "must be a number >= 0"),
+    ("probe.label_smoothing", lambda v: is_number(v) and 0 <= v < 1, "must be in [0, 1)"),
+)
+
+
+def check_probe_cfg(cfg: DictConfig) -> None:
+    """The fast probe's keys (when the linear recipe has a ``probe`` block)."""
+    if select(cfg, "probe") is None:
+        return
+    for key, ok, what in PROBE_RULES:
+        if select(cfg, key) is None and key != "probe.label_smoothing":
+            raise ConfigError(f"{key} is missing: set it (see scripts/linear/cifar10/probe_cifar.yaml)")
+        require(cfg, key, ok, what)
+    device = select(cfg, "probe.device", AUTO)
+    if not isinstance(device, str) or not (device in (AUTO, "cpu") or device.startswith("cuda")):
+        raise ConfigError(f"probe.device={device!r}: use auto, cpu or cuda")
+    cfg.probe.device = device
+
+
+def check_signals(cfg: DictConfig) -> list[str]:
+    """``time_to_accuracy`` and ``effective_rank`` (training-time signals); both need the
+    validation set, and are switched off, with a notice, in runs without one."""
+    notices = []
+    no_val = select(cfg, "data.val_path") is None
+    for key in ("time_to_accuracy", "effective_rank"):
+        if select(cfg, f"{key}.enabled", False) and no_val:
+            cfg[key].enabled = False
+            notices.append(f"{key} is off: it measures on the validation set and data.val_path is null")
+    if select(cfg, "time_to_accuracy.enabled", False):
+        metrics, targets = select(cfg, "time_to_accuracy.metrics"), select(cfg, "time_to_accuracy.targets")
+        if not metrics or any(not isinstance(m, str) for m in metrics):
+            raise ConfigError(f"time_to_accuracy.metrics={metrics!r}: list metric names, e.g. [val_acc1]")
+        if not targets or any(not (is_number(t) and 0 < t <= 100) for t in targets):
+            raise ConfigError(f"time_to_accuracy.targets={targets!r}: list accuracies in (0, 100], e.g. [50, 80]")
+    if select(cfg, "effective_rank.enabled", False):
+        require(cfg, "effective_rank.num_samples", lambda v: is_int(v) and v >= 2, "must be an integer >= 2")
+    return notices

@@ -1,0 +1,41 @@
+"""The pretraining loader a config's ``data.format`` asks for, one entry for all formats."""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+from omegaconf import DictConfig
+
+from mvssl_plugin.data.folders import (
+    check_batch_fits,
+    prepare_pretrain_dataloader,
+    pretrain_dataset,
+    pretrain_samples,
+    pretrain_transform,
+)
+
+
+def build_pretrain_loader(cfg: DictConfig) -> Tuple[Any, int]:
+    """(loader, number of images) for pretraining; batches are solo-learn's
+    ``[indexes, [view_1, ..., view_m], targets]`` whatever the format."""
+    data_format = cfg.data.format
+    if data_format in ("dali", "memory"):
+        files, targets = pretrain_samples(cfg)
+        check_batch_fits(cfg, len(files))
+        if data_format == "dali":
+            from mvssl_plugin.data.dali import pretrain_dali_loader
+
+            loader = pretrain_dali_loader(cfg, files, targets)
+            if cfg.debug_augmentations:
+                print("DALI views:", *loader.recipes, sep="\n")
+        else:
+            from mvssl_plugin.data.memory import pretrain_memory_loader
+
+            loader = pretrain_memory_loader(cfg, files, targets)
+        return loader, len(files)
+    transform = pretrain_transform(cfg)
+    if cfg.debug_augmentations:
+        print("Transforms:", transform, sep="\n")
+    dataset = pretrain_dataset(cfg, transform)
+    check_batch_fits(cfg, len(dataset))
+    return prepare_pretrain_dataloader(cfg, dataset), len(dataset)

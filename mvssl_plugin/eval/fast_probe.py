@@ -1,0 +1,98 @@
+"""The fast probe end to end: features of a frozen backbone computed once, then
+:mod:`mvssl_plugin.eval.probe` on them; ``probe.json`` beside the checkpoint."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Tuple
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch import nn
+
+from mvssl_plugin.runs import PROBE, write_json
+
+
+def patch_features(
+    backbone: nn.Module, dataset, patches: int, cfg: DictConfig, device, desc: str
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(patches, N, F)`` backbone features and ``(N,)`` labels; each pass over the
+    dataset draws new patches."""
+    from torch.utils.data import DataLoader
+
+    from mvssl_plugin.eval.features import extract_features
+
+    def forward(images):
+        return {"feats": backbone(images)}
+
+    loader = DataLoader(dataset, batch_size=256, shuffle=False, num_workers=cfg.data.num_workers)
+    passes = [
+        extract_features(forward, loader, device, desc=f"{desc} {p + 1}/{patches}" if patches > 1 else desc)
+        for p in range(patches)
+    ]
+    return torch.stack([p["backbone"] for p in passes]), passes[0]["labels"]
+
+
+def fast_probe(cfg: DictConfig, backbone: nn.Module) -> dict:
+    """The paper's probe on cached features of a checked linear config's backbone.
+
+    Features of ``probe.train_patches`` augmented patches per training image (solo-learn's
+    linear-eval train transform) and of the test set, plain (its val transform) and as
+    ``probe.test_patches`` augmented patches, are computed once; the classifier then
+    trains on them. Returns the results written to ``probe.json``."""
+    from solo.data.classification_dataloader import prepare_transforms
+
+    from mvssl_plugin.data.folders import classification_datasets
+    from mvssl_plugin.eval.features import resolve_device
+    from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe
+
+    device = resolve_device(str(cfg.probe.device))
+    backbone = backbone.to(device).eval()
+    t_train, t_val = prepare_transforms(cfg.data.dataset)
+    augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction)
+    _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction)
+
+    start = time.perf_counter()
+    train_x, train_y = patch_features(backbone, augmented_train, cfg.probe.train_patches, cfg, device, "train patches")
+    plain_x, test_y = patch_features(backbone, plain_test, 1, cfg, device, "test images")
+    patch_x, _ = patch_features(backbone, augmented_test, cfg.probe.test_patches, cfg, device, "test patches")
+    features_s = time.perf_counter() - start
+
+    start = time.perf_counter()
+    settings = ProbeSettings(
+        epochs=cfg.probe.epochs,
+        lr=cfg.probe.lr,
+        batch_size=cfg.probe.batch_size,
+        weight_decay=cfg.probe.weight_decay,
+        label_smoothing=float(cfg.probe.get("label_smoothing", 0.0) or 0.0),
+        seed=cfg.seed,
+    )
+    num_classes = int(max(train_y.max(), test_y.max())) + 1
+    print(f"mvssl probe: training a linear layer on {train_x.shape[0] * train_x.shape[1]} features", flush=True)
+    probe = train_probe(
+        train_x.flatten(0, 1).to(device), train_y.repeat(len(train_x)).to(device), num_classes, settings
+    )  # patch-major
+    probe_s = time.perf_counter() - start
+    acc1, acc5 = patch_accuracy(probe, plain_x.to(device), test_y.to(device))
+    patch_acc1, patch_acc5 = patch_accuracy(probe, patch_x.to(device), test_y.to(device))
+    results = {
+        "checkpoint": str(cfg.pretrained_feature_extractor),
+        "acc1": acc1,
+        "acc5": acc5,
+        f"acc1_{cfg.probe.test_patches}patches": patch_acc1,
+        f"acc5_{cfg.probe.test_patches}patches": patch_acc5,
+        "train_images": len(train_y),
+        "train_features": train_x.shape[0] * train_x.shape[1],
+        "test_images": len(test_y),
+        "features_seconds": round(features_s, 2),
+        "probe_seconds": round(probe_s, 2),
+        "device": str(device),
+        "probe": OmegaConf.to_container(cfg.probe),
+    }
+    out = write_json(Path(cfg.pretrained_feature_extractor).parent / PROBE, results)
+    print(
+        f"mvssl probe: top-1 {acc1:.2f}% (plain test images), {patch_acc1:.2f}% "
+        f"({cfg.probe.test_patches} patches averaged); features {features_s:.1f} s, probe {probe_s:.1f} s -> {out}"
+    )
+    return results

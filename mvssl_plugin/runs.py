@@ -1,0 +1,139 @@
+"""The run folder: what a run writes, under which name, and how it is read back.
+
+A run folder is solo-learn's ``<checkpoint.dir>/<method>/<run id>/``. Every module that
+writes or reads one (the training callbacks, the evaluations, ``compare``, the
+benchmarks) takes its file names and its I/O from here, so a name changes in one place.
+Standard library only: writes are atomic (a ``.part`` file renamed into place, atomic on
+POSIX), so a run killed mid-write leaves the previous complete file, never half of one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from mvssl_plugin.errors import ConfigError
+
+ARGS = "args.json"  # the resolved config (solo-learn's Checkpointer writes it)
+METRICS = "metrics.csv"  # one row per epoch: clocks and every logged scalar
+RUN_LOG = "run.json"  # one entry per launch: command, device, clocks
+TIME_TO_ACCURACY = "time_to_accuracy.csv"
+KNN = "knn.csv"  # offline kNN grid (main_knn.py)
+PROBE = "probe.json"  # fast linear probe (main_linear.py with a probe recipe)
+CHECKPOINT_GLOB = "*.ckpt"
+PARTIAL_SUFFIX = ".part"
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Writes ``text`` to ``path`` through a temporary file renamed into place."""
+    path = Path(path)
+    partial = path.with_name(path.name + PARTIAL_SUFFIX)
+    partial.write_text(text)
+    os.replace(partial, path)
+    return path
+
+
+def write_json(path: str | Path, data: Any) -> Path:
+    return atomic_write_text(path, json.dumps(data, indent=2))
+
+
+def read_json(path: str | Path, default: Any = None) -> Any:
+    """The JSON at ``path``, or ``default`` when the file is missing."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.is_file() else default
+
+
+def write_csv(path: str | Path, rows: List[Dict[str, object]]) -> Path:
+    """Writes rows (columns: every key, in first-seen order) atomically."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    return atomic_write_text(path, buffer.getvalue())
+
+
+def read_csv(path: str | Path) -> List[Dict[str, str]]:
+    """Rows of a CSV file; none when it is missing."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def is_complete_checkpoint(path: str | Path) -> bool:
+    """A torch checkpoint is a zip archive whose directory sits at its end: a truncated
+    file has none. Cheap: reads the directory, not the tensors."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return len(archive.namelist()) > 0
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def checkpoints(run_dir: str | Path) -> List[Path]:
+    """Every ``*.ckpt`` of a run folder, complete or not, oldest first."""
+    return sorted(Path(run_dir).glob(CHECKPOINT_GLOB), key=lambda p: p.stat().st_mtime)
+
+
+def newest_checkpoint(run_dir: str | Path) -> Optional[Path]:
+    """The most recently written complete checkpoint of a run folder, or None."""
+    complete = [p for p in checkpoints(run_dir) if is_complete_checkpoint(p)]
+    return complete[-1] if complete else None
+
+
+def incomplete_checkpoints(run_dir: str | Path) -> List[Path]:
+    """The ``*.ckpt`` files of a run folder that cannot be read (truncated, not a checkpoint)."""
+    return [p for p in checkpoints(run_dir) if not is_complete_checkpoint(p)]
+
+
+def run_files(path: str | Path) -> Tuple[Path, Path]:
+    """(args.json, checkpoint) of a run folder (its newest complete checkpoint) or of a ``.ckpt``.
+
+    Raises:
+        ConfigError: naming the path, when it is missing, not a checkpoint, or a folder
+            without a complete checkpoint or without args.json.
+    """
+    path = Path(path)
+    if path.is_file():
+        if not is_complete_checkpoint(path):
+            raise ConfigError(
+                f"{str(path)!r} is not a complete checkpoint (not a torch zip archive, or truncated): "
+                "point at a pretraining run folder or one of its .ckpt files"
+            )
+        ckpt, folder = path, path.parent
+    elif path.is_dir():
+        ckpt, folder = newest_checkpoint(path), path
+        if ckpt is None:
+            broken = [p.name for p in incomplete_checkpoints(path)]
+            detail = f" (unreadable: {broken})" if broken else ""
+            raise ConfigError(
+                f"{str(path)!r} holds no complete .ckpt{detail}: point at a pretraining run folder "
+                "(trained_models/<method>/<run id>)"
+            )
+    else:
+        raise ConfigError(f"{str(path)!r} does not exist: point at a pretraining run folder or its .ckpt")
+    args = folder / ARGS
+    if not args.is_file():
+        raise ConfigError(f"{str(folder)!r} has no {ARGS}: point at a run folder written by main_pretrain.py")
+    return args, ckpt
+
+
+def is_run_folder(path: str | Path) -> bool:
+    """A folder holding a run's args.json and metrics.csv (what ``compare`` reads)."""
+    path = Path(path)
+    return (path / ARGS).is_file() and (path / METRICS).is_file()
+
+
+def find_run_folders(root: str | Path) -> List[Path]:
+    """``root`` itself if it is a run folder, else every run folder below it, sorted."""
+    root = Path(root)
+    if is_run_folder(root):
+        return [root]
+    return sorted(p.parent for p in root.rglob(METRICS) if is_run_folder(p.parent))

@@ -1,0 +1,115 @@
+"""The checks an entry point runs on a composed config, in order, before building anything.
+
+Each concern's checks live with it (``config/`` for keys, each method's
+``add_and_assert_specific_cfg`` for its own); this module only puts them in order and
+adds what needs several of them at once (method + views, linear checkpoint + data).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Tuple, Type
+
+from omegaconf import DictConfig
+
+from mvssl_plugin.config import (
+    check_augmentations,
+    check_data,
+    check_signals,
+    check_training_keys,
+    resolve_beta,
+    select,
+    set_crop_counts,
+)
+from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.registry import BUILTIN_BETA_SLOTS, is_multiview
+from mvssl_plugin.runs import incomplete_checkpoints, newest_checkpoint
+
+
+def check_method_and_backbone(cfg: DictConfig, methods: Dict[str, Type], backbones: Dict) -> None:
+    method = select(cfg, "method")
+    if method not in methods:
+        raise ConfigError(f"method={method!r} is not registered: choose one of {sorted(methods)}")
+    backbone = select(cfg, "backbone.name")
+    if backbone not in backbones:
+        raise ConfigError(f"backbone.name={backbone!r} is unknown: choose one of {sorted(backbones)}")
+
+
+def check_builtin_method(cfg: DictConfig) -> List[str]:
+    """solo-learn's own methods train on 2 large views; the plugin's keys are left out of
+    their config (and so of args.json). Returns notices."""
+    from mvssl_plugin.methods.base import MultiViewMethod
+
+    large = int(cfg.data.num_large_crops)
+    if large != 2:
+        raise ConfigError(
+            f"method={cfg.method} is solo-learn's two-view method and the recipe gives {large} large views: "
+            f"set data.num_views=2 (or use method=mabt / mavicreg for {large} views)"
+        )
+    kwargs = select(cfg, "method_kwargs") or {}
+    dropped = [key for key in MultiViewMethod.SHARED_DEFAULTS if key in kwargs]
+    for key in dropped:
+        del cfg.method_kwargs[key]
+    slot = BUILTIN_BETA_SLOTS.get(cfg.method)
+    if slot is not None:
+        resolve_beta(cfg, slot)
+    if dropped:
+        return [f"method={cfg.method} does not read method_kwargs {dropped}: left out of its config"]
+    return []
+
+
+def check_pretrain_cfg(
+    cfg: DictConfig, methods: Dict[str, Type], backbones: Dict, optimizers: Tuple[str, ...]
+) -> List[str]:
+    """Validates a pretraining config in place, fills defaults, resolves beta; returns notices."""
+    check_method_and_backbone(cfg, methods, backbones)
+    check_data(cfg)
+    check_augmentations(cfg)
+    set_crop_counts(cfg)
+    check_training_keys(cfg, optimizers)
+    notices = check_signals(cfg)
+    if is_multiview(cfg.method):
+        methods[cfg.method].add_and_assert_specific_cfg(cfg)
+    else:
+        notices += check_builtin_method(cfg)
+    return notices
+
+
+def resolve_checkpoint(cfg: DictConfig) -> List[str]:
+    """``pretrained_feature_extractor``: a run folder becomes its newest complete checkpoint
+    (checkpoint names hold ``=``, which Hydra overrides would need quoted). Returns notices
+    for unreadable checkpoints skipped."""
+    ckpt = select(cfg, "pretrained_feature_extractor")
+    notices = []
+    if ckpt is not None and not isinstance(ckpt, str):
+        ckpt = str(ckpt)
+    if ckpt is not None and os.path.isdir(ckpt):
+        folder, newest = ckpt, newest_checkpoint(ckpt)
+        skipped = [p.name for p in incomplete_checkpoints(folder)]
+        if skipped:
+            notices.append(f"skipped unreadable checkpoint(s) {skipped} in {folder}")
+        if newest is None:
+            raise ConfigError(
+                f"pretrained_feature_extractor={folder!r} holds no complete .ckpt: point it at a pretraining "
+                "run folder (trained_models/<method>/<run id>) or one of its checkpoints"
+            )
+        cfg.pretrained_feature_extractor = ckpt = str(newest)
+    if ckpt is None or not os.path.isfile(ckpt):
+        raise ConfigError(
+            f"pretrained_feature_extractor={ckpt!r} is not a file: point it at a pretraining checkpoint "
+            "(trained_models/<method>/<run>/*.ckpt) or its run folder"
+        )
+    return notices
+
+
+def check_linear_cfg(cfg: DictConfig, backbones: Dict, optimizers: Tuple[str, ...]) -> List[str]:
+    """Validates a linear-evaluation config in place; returns notices."""
+    backbone = select(cfg, "backbone.name")
+    if backbone not in backbones:
+        raise ConfigError(f"backbone.name={backbone!r} is unknown: choose one of {sorted(backbones)}")
+    notices = resolve_checkpoint(cfg)
+    check_data(cfg)
+    if select(cfg, "data.val_path") is None:
+        raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")
+    check_training_keys(cfg, optimizers)
+    return notices

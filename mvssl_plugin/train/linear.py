@@ -1,0 +1,99 @@
+"""solo-learn's linear evaluation on any checkpoint of the plugin (or of solo-learn), with
+the plugin's backbones, ImageFolder data and the CPU; or the fast probe.
+
+The backbone is built as solo-learn builds it, loaded from the checkpoint's
+``backbone.*`` weights (all of them: solo-learn's own script loads with ``strict=False``,
+so a mismatched backbone would silently evaluate a random network), and trained under
+solo-learn's ``LinearModel``.
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from omegaconf import DictConfig
+from torch import nn
+
+from mvssl_plugin.errors import ConfigError
+
+
+def build_backbone(cfg: DictConfig) -> nn.Module:
+    """solo-learn's backbone for ``cfg.backbone``, with its CIFAR stem for ResNets."""
+    from solo.methods.base import BaseMethod
+
+    backbone = BaseMethod._BACKBONES[cfg.backbone.name](method=cfg.pretrain_method, **cfg.backbone.kwargs)
+    if cfg.backbone.name.startswith("resnet"):
+        backbone.fc = nn.Identity()
+        if cfg.data.dataset in ("cifar10", "cifar100"):
+            backbone.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=2, bias=False)
+            backbone.maxpool = nn.Identity()
+    return backbone
+
+
+def load_backbone_weights(backbone: nn.Module, ckpt_path: str) -> None:
+    """Loads ``backbone.*`` from a solo-learn checkpoint; every tensor must match by name and shape."""
+    try:
+        state = torch.load(ckpt_path, map_location="cpu", weights_only=False)["state_dict"]
+    except Exception as err:  # a zip archive that is not a Lightning checkpoint
+        raise ConfigError(
+            f"pretrained_feature_extractor={ckpt_path!r} is not a Lightning checkpoint ({type(err).__name__}): "
+            "point it at a pretraining run folder or one of its .ckpt files"
+        ) from None
+    weights = {k[len("backbone.") :]: v for k, v in state.items() if k.startswith("backbone.")}
+    own = backbone.state_dict()
+    wrong = [k for k in own if k not in weights or weights[k].shape != own[k].shape]
+    wrong += [k for k in weights if k not in own]
+    if not weights or wrong:
+        raise ConfigError(
+            f"pretrained_feature_extractor={ckpt_path!r} does not hold this backbone's weights "
+            f"({len(wrong) or 'all'} missing or of another shape, e.g. {wrong[:3]}): set backbone.name, "
+            "backbone.kwargs and data.dataset as in pretraining"
+        )
+    backbone.load_state_dict(weights)
+
+
+def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Module]:
+    """Checks and completes a linear config as solo-learn's parser does; returns it with
+    the pretrained backbone loaded."""
+    from lightning.pytorch import seed_everything
+    from solo.args.linear import parse_cfg
+    from solo.methods.base import BaseMethod
+
+    from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, check_probe_cfg, open_cfg
+    from mvssl_plugin.registry import BACKBONES, register
+    from mvssl_plugin.train.checks import check_linear_cfg
+
+    cfg = open_cfg(cfg)
+    register()
+    notices = check_linear_cfg(cfg, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
+    check_probe_cfg(cfg)
+    notices += adapt_to_hardware(cfg)
+    for notice in notices:
+        notify(f"mvssl: {notice}")
+    apply_backbone_defaults(cfg, tuple(BACKBONES))
+    cfg = parse_cfg(cfg)
+    seed_everything(cfg.seed)
+    backbone = build_backbone(cfg)
+    load_backbone_weights(backbone, cfg.pretrained_feature_extractor)
+    notify(f"mvssl: backbone weights from {cfg.pretrained_feature_extractor}")
+    return cfg, backbone
+
+
+def linear(cfg: DictConfig):
+    """Trains a linear classifier on a frozen pretrained backbone; returns the Trainer
+    (solo-learn's flow), or the fast probe's results when the recipe has a ``probe`` block."""
+    from solo.methods.linear import LinearModel
+
+    from mvssl_plugin.data.folders import classification_loaders
+    from mvssl_plugin.train.trainer import fit
+
+    if cfg.get("probe") is not None:
+        from mvssl_plugin.eval.fast_probe import fast_probe
+
+        cfg, backbone = checked_backbone(cfg)
+        return fast_probe(cfg, backbone)
+    cfg, backbone = checked_backbone(cfg)
+    model = LinearModel(backbone, loss_func=nn.CrossEntropyLoss(), mixup_func=None, cfg=cfg)
+    train_loader, val_loader = classification_loaders(cfg, data_fraction=cfg.data.fraction)
+    return fit(cfg, model, train_loader, val_loader, "linear")

@@ -1,0 +1,58 @@
+"""Pretraining, as solo-learn's own script does it (its parser, datasets, transforms,
+checkpointer, auto-resume, wandb, Trainer), with the plugin's methods registered, any
+number of views, every data format, early config errors, and the CPU handled.
+solo-learn's built-in methods run through it unchanged."""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+from omegaconf import DictConfig
+
+
+def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, object]:
+    """Checks and completes a composed config as solo-learn's parser does, then builds the
+    method it names. Returns ``(cfg, model)``; raises ConfigError on bad input."""
+    from lightning.pytorch import seed_everything
+    from solo.args.pretrain import parse_cfg
+    from solo.methods.base import BaseMethod
+
+    from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, open_cfg, select, world_size
+    from mvssl_plugin.data.folders import solo_data_format
+    from mvssl_plugin.registry import BACKBONES, register
+    from mvssl_plugin.train.checks import check_pretrain_cfg
+
+    cfg = open_cfg(cfg)
+    methods = register()
+    notices = adapt_to_hardware(cfg)
+    notices += check_pretrain_cfg(cfg, methods, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
+    for notice in notices:
+        notify(f"mvssl: {notice}")
+    apply_backbone_defaults(cfg, tuple(BACKBONES))
+    # solo-learn's parser keeps its own DALI path to ImageNet folders; ours reads any tree
+    data_format = cfg.data.format
+    cfg.data.format = solo_data_format(data_format)
+    cfg = parse_cfg(cfg)
+    cfg.data.format = data_format
+    if select(cfg, "method_kwargs.view_parallel", False):
+        # solo-learn scales lr by batch x processes / 256, but here every process holds
+        # the same images: the global batch is one process's batch
+        processes = world_size(cfg)
+        cfg.optimizer.lr /= processes
+        cfg.optimizer.classifier_lr /= processes
+    seed_everything(cfg.seed)
+    return cfg, methods[cfg.method](cfg)
+
+
+def pretrain(cfg: DictConfig):
+    """Pretrains the method a composed Hydra config names; returns the fitted Trainer."""
+    from mvssl_plugin.data.folders import pretrain_val_loader
+    from mvssl_plugin.data.loaders import build_pretrain_loader
+    from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts
+    from mvssl_plugin.train.trainer import fit
+
+    cfg, model = build_pretrain_model(cfg)
+    train_loader, num_images = build_pretrain_loader(cfg)
+    facts = start_facts(cfg, num_images, len(train_loader))
+    record_facts(cfg, facts)
+    return fit(cfg, model, train_loader, pretrain_val_loader(cfg), cfg.method, extra_callbacks=[StartBlock(facts)])

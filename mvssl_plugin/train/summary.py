@@ -1,0 +1,91 @@
+"""The start block: what a pretraining run is about to do, printed once before training.
+
+The same facts go into the config as ``run_summary`` (so into args.json and wandb); the
+run folder is added when it exists (the checkpointer makes it at setup).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Dict, Optional
+
+from lightning.pytorch.callbacks import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from mvssl_plugin.config import select
+from mvssl_plugin.config.beta import beta_of
+from mvssl_plugin.registry import beta_slot
+
+
+def views_text(cfg: DictConfig) -> str:
+    """``4 x 32 px`` or ``2 x 32 px + 6 x 16 px``: views per image by resolution."""
+    sizes = Counter()
+    for pipeline in cfg.augmentations:
+        sizes[int(pipeline.crop_size)] += int(pipeline.num_crops)
+    return " + ".join(f"{n} x {size} px" for size, n in sizes.items())
+
+
+def beta_text(cfg: DictConfig) -> str:
+    """``lamb = 0.01146 (auto: 3.3/256 x 0.8889)``; for a weight relative to another
+    (VICReg), the ratio beta is named too."""
+    slot = beta_slot(cfg.method)
+    kwargs = select(cfg, "method_kwargs") or {}
+    beta = beta_of(slot, kwargs)
+    if slot is None or beta is None:
+        return "-"
+    text = f"{slot.key} = {kwargs[slot.key]:.4g}"
+    if slot.relative_to is not None:
+        text += f" = {kwargs[slot.relative_to]:g} x beta {beta:.4g}"
+    return f"{text} ({kwargs.get('beta_rule') or 'set by hand'})"
+
+
+def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[str, str]:
+    """The run's key facts as short strings, in print order."""
+    kwargs = select(cfg, "method_kwargs") or {}
+    objective = kwargs.get("objective", "solo-learn's two-view loss")
+    projector = kwargs.get("projector", "solo")
+    data_format = cfg.data.format
+    where = {"dali": f" on the {select(cfg, 'dali.device', 'cpu')}", "memory": ""}.get(data_format, "")
+    fraction = select(cfg, "data.fraction", -1)
+    processes = len(cfg.devices) * int(select(cfg, "num_nodes", 1) or 1)
+    return {
+        "method": f"{cfg.method} (objective {objective}, projector {projector})",
+        "views": views_text(cfg),
+        "projector d": str(select(cfg, "method_kwargs.proj_output_dim")),
+        "orthogonality": beta_text(cfg),
+        "data": (
+            f"{data_format}{where}: {num_images} images of {cfg.data.train_path}"
+            + (f" (fraction {fraction})" if fraction not in (None, -1) else "")
+            + ("" if select(cfg, "data.val_path") else "; no validation set")
+        ),
+        "batch": (
+            f"{cfg.optimizer.batch_size} per process x {processes}; {steps_per_epoch} steps per epoch; "
+            f"{cfg.max_epochs} epochs"
+        ),
+        "hardware": f"{cfg.accelerator}, {processes} process(es), precision {cfg.precision}",
+    }
+
+
+def format_block(facts: Dict[str, str]) -> str:
+    width = max(len(k) for k in facts)
+    return "\n".join(["mvssl run:"] + [f"  {k:<{width}}  {v}" for k, v in facts.items()])
+
+
+class StartBlock(Callback):
+    """Prints the start block once (rank 0) when fitting starts, with the run folder."""
+
+    def __init__(self, facts: Dict[str, str]) -> None:
+        self.facts = dict(facts)
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        from mvssl_plugin.eval.callbacks import run_folder
+
+        folder: Optional[object] = run_folder(trainer)
+        facts = {**self.facts, "run folder": str(folder) if folder is not None else "(checkpoints off)"}
+        if trainer.is_global_zero:
+            print(format_block(facts), flush=True)
+
+
+def record_facts(cfg: DictConfig, facts: Dict[str, str]) -> None:
+    """Keeps the facts in the config (args.json, wandb) as ``run_summary``."""
+    cfg.run_summary = OmegaConf.create(dict(facts))

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install what is missing for mvssl-plugin into the active Python; a step whose package is
+# already at the pinned version is skipped, so a second call takes seconds.
+#   bash scripts/install.sh            # torch pair, solo-learn, the plugin with [test,dali]
+#   EXTRAS=test bash scripts/install.sh  # without DALI (788 MB); its tests then skip
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python}
+EXTRAS=${EXTRAS:-test,dali}
+TORCH=2.12.1
+TORCHVISION=0.27.1
+SOLO_COMMIT=9187ea39c2c3f43c455ab06664d2b019a9802954   # solo-learn 1.0.6
+SOLO_SNAPSHOT=${SOLO_SNAPSHOT:-../shared/solo-learn}  # unmodified export of that commit, if present
+
+version() { "$PY" -c "import importlib.metadata as m, sys
+try: print(m.version(sys.argv[1]))
+except m.PackageNotFoundError: pass" "$1"; }
+pip() { "$PY" -m pip install -q --disable-pip-version-check "$@"; }
+
+step() { printf '[install] %s\n' "$*"; }
+
+if [ "$(version torch)" != "$TORCH" ] || [ "$(version torchvision)" != "$TORCHVISION" ]; then
+  step "torch==$TORCH torchvision==$TORCHVISION"
+  pip "torch==$TORCH" "torchvision==$TORCHVISION"
+fi
+
+if [ "$(version setuptools | cut -d. -f1)" = "" ] || [ "$(version setuptools | cut -d. -f1)" -ge 70 ] \
+   || [ -z "$(version wheel)" ]; then
+  step "setuptools<70 wheel (solo-learn's setup.py needs the old API)"
+  pip "setuptools<70" wheel
+fi
+
+if [ "$(version solo-learn)" != "1.0.6" ]; then
+  if [ -f "$SOLO_SNAPSHOT/setup.py" ]; then
+    step "solo-learn from $SOLO_SNAPSHOT (commit $SOLO_COMMIT)"
+    pip --no-build-isolation "$SOLO_SNAPSHOT"
+  else
+    step "solo-learn from its repository at commit $SOLO_COMMIT"
+    pip --no-build-isolation "git+https://github.com/vturrisi/solo-learn@$SOLO_COMMIT"
+  fi
+fi
+
+# the plugin itself (editable) with its extras; pip only fetches what is missing
+here=$("$PY" -c "import mvssl_plugin, pathlib; print(pathlib.Path(mvssl_plugin.__file__).resolve().parents[1])" 2>/dev/null || true)
+stamp=".install-stamp-$(echo "$EXTRAS" | tr , -)"
+if [ "$here" != "$(pwd -P)" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  step "mvssl-plugin (editable) with [$EXTRAS]"
+  pip --no-build-isolation -e ".[$EXTRAS]"
+  touch "$stamp"
+fi
+step "ready: $("$PY" -c 'import torch, solo, mvssl_plugin; print("torch", torch.__version__, "| solo-learn", solo.__file__.rsplit("/", 2)[0])')"

@@ -1,0 +1,72 @@
+"""What several test modules use: generated data, tiny recipe overrides, running an entry point."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from mvssl_plugin.synthetic import tiny_overrides, write_image_folder
+
+REPO = Path(__file__).resolve().parents[1]
+make_image_folder = write_image_folder
+
+__all__ = ["REPO", "make_image_folder", "run_entry", "solo_shaped_cfg", "tiny_overrides", "write_image_folder"]
+
+
+def run_entry(script: str, args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Runs ``python <repo>/<script> args...`` as a user would, from ``cwd``."""
+    # a wandb run made in this process leaves WANDB_SERVICE set: a child would attach to that
+    # service and write its files elsewhere; each command gets its own, files under cwd
+    env = {k: v for k, v in os.environ.items() if k not in ("WANDB_SERVICE", "WANDB_DIR")}
+    env.update(PYTHONWARNINGS="ignore", WANDB_DIR=str(cwd))
+    return subprocess.run(
+        [sys.executable, str(REPO / script), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def solo_shaped_cfg(method: str, num_large: int, num_small: int = 0, batch_size: int = 4) -> DictConfig:
+    """A config of the shape solo-learn's method tests build (no augmentations, no recipe)."""
+    cfg = OmegaConf.create(
+        {
+            "name": "contract",
+            "method": method,
+            "backbone": {"name": "resnet18"},
+            "data": {
+                "dataset": "custom",
+                "train_path": ".",
+                "val_path": ".",
+                "format": "image_folder",
+                "num_workers": 0,
+                "num_large_crops": num_large,
+                "num_small_crops": num_small,
+                "num_classes": 5,
+            },
+            "optimizer": {
+                "name": "lars",
+                "batch_size": batch_size,
+                "lr": 0.3,
+                "classifier_lr": 0.1,
+                "weight_decay": 1e-5,
+                "kwargs": {"momentum": 0.9},
+            },
+            "scheduler": {"name": "warmup_cosine"},
+            "checkpoint": {"enabled": False},
+            "auto_resume": {"enabled": False},
+            "max_epochs": 1,
+            "devices": 1,
+            "accelerator": "cpu",
+            "num_nodes": 1,
+            "method_kwargs": {"proj_hidden_dim": 64, "proj_output_dim": 32},
+        }
+    )
+    OmegaConf.set_struct(cfg, False)
+    return cfg

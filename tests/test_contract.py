@@ -1,0 +1,105 @@
+"""solo-learn's method contract: ``mabt`` / ``mavicreg`` built the way solo-learn's own tests
+build its methods (a config with ``data.num_large_crops`` / ``num_small_crops`` and no
+``augmentations``, the class called directly, Lightning ``fast_dev_run``), at m = 2 and 4."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+from helpers import solo_shaped_cfg
+from lightning.pytorch import Trainer
+from omegaconf import OmegaConf
+from torch.utils.data import DataLoader, Dataset
+
+import mvssl_plugin
+from mvssl_plugin.errors import ConfigError
+
+
+class RandomViews(Dataset):
+    """``(index, [view_1..view_m], target)`` items, solo-learn's pretraining batch layout."""
+
+    def __init__(self, num_large: int, num_small: int, size: int = 8, large: int = 32, small: int = 16):
+        self.num_large, self.num_small, self.size, self.large, self.small = num_large, num_small, size, large, small
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int):
+        gen = torch.Generator().manual_seed(index)
+        views = [torch.randn(3, self.large, self.large, generator=gen) for _ in range(self.num_large)]
+        views += [torch.randn(3, self.small, self.small, generator=gen) for _ in range(self.num_small)]
+        return index, views, index % 5
+
+
+class RandomImages(Dataset):
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int):
+        return torch.randn(3, 32, 32, generator=torch.Generator().manual_seed(100 + index)), index % 5
+
+
+def fast_dev_trainer(cfg) -> Trainer:
+    options = OmegaConf.to_container(cfg)
+    valid = inspect.signature(Trainer.__init__).parameters
+    kwargs = {k: options[k] for k in valid if k in options}
+    kwargs.update(logger=None, enable_checkpointing=False, fast_dev_run=True, enable_progress_bar=False)
+    return Trainer(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def methods():
+    return mvssl_plugin.register()
+
+
+@pytest.mark.parametrize("method", ["mabt", "mavicreg"])
+@pytest.mark.parametrize("num_large,num_small", [(2, 0), (4, 0), (2, 2)])
+def test_built_and_trained_as_solo_learn_builds_its_methods(methods, method, num_large, num_small):
+    cfg = solo_shaped_cfg(method, num_large, num_small)
+    model = methods[method](cfg)  # BaseMethod.__init__ runs add_and_assert_specific_cfg
+    model.add_and_assert_specific_cfg(cfg)  # solo-learn's tests call it again: it must be idempotent
+    weight = cfg.method_kwargs.lamb if method == "mabt" else cfg.method_kwargs.cov_loss_weight
+    assert isinstance(weight, float) and weight > 0
+    assert model.learnable_params is not None
+    out = model(torch.randn(4, 3, 32, 32))
+    assert out["logits"].shape == (4, 5) and out["z"].shape == (4, 32) and out["feats"].shape == (4, model.features_dim)
+
+    train = DataLoader(RandomViews(num_large, num_small), batch_size=4, drop_last=True)
+    val = DataLoader(RandomImages(), batch_size=4)
+    before = [p.detach().clone() for p in model.projector.parameters()]
+    fast_dev_trainer(cfg).fit(model, train, val)
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.projector.parameters())), "nothing trained"
+
+
+@pytest.mark.parametrize("method", ["mabt", "mavicreg"])
+def test_same_config_same_beta_whichever_way_the_method_is_built(methods, method):
+    """Direct construction and the entry point's early call resolve the same weights."""
+    direct, early = solo_shaped_cfg(method, 4), solo_shaped_cfg(method, 4)
+    methods[method](direct)
+    methods[method].add_and_assert_specific_cfg(early)
+    assert OmegaConf.to_container(direct.method_kwargs) == OmegaConf.to_container(early.method_kwargs)
+
+
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        ({"data.num_large_crops": 1}, "at least 2 views"),
+        ({"method_kwargs.proj_output_dim": None}, "proj_output_dim is missing"),
+        ({"method_kwargs.proj_hidden_dim": 0}, "proj_hidden_dim=0"),
+        ({"method_kwargs.objective": "paper"}, "objective='paper'"),
+        ({"method_kwargs.projector": "mlp"}, "projector='mlp'"),
+        ({"method_kwargs.objective": "fastssl", "method_kwargs.fused_forward": False}, "one call"),
+        ({"method_kwargs.objective": "fastssl", "data.num_small_crops": 2}, "one resolution"),
+        ({"method_kwargs.view_parallel": True}, "view_parallel=true spreads"),
+        ({"method_kwargs.beta_c": -1.0}, "beta_c"),
+    ],
+    ids=lambda v: str(v)[:40],
+)
+def test_the_methods_own_checks_name_the_key(methods, change, match):
+    cfg = solo_shaped_cfg("mabt", 2)
+    for key, value in change.items():
+        OmegaConf.update(cfg, key, value, force_add=True)
+    with pytest.raises(ConfigError, match=match):
+        methods["mabt"].add_and_assert_specific_cfg(cfg)
