@@ -1,32 +1,33 @@
-"""Views per second of the two m-view pipelines on one ImageFolder tree, side by side.
+"""Views per second of the three m-view pipelines on one ImageFolder tree, side by side.
 
     python benchmarks/bench_dataloading.py [--data ../shared/data/cifar10/train] [--images 10000]
         [--views 2 4 8] [--workers 2] [--batch 256] [--recipe mabt_cifar.yaml] [--dali-device cpu]
+        [--memory-device cpu]
 
-Both pipelines are built from the same recipe (its augmentations, crop size and
+All pipelines are built from the same recipe (its augmentations, crop size and
 normalization): torchvision = solo-learn's N-crop transform in a DataLoader with
 ``--workers`` worker processes; DALI = this plugin's loader with ``--workers`` threads
-(``dali.device`` as given). Each pipeline runs one warm-up batch, then ``--batches``
-timed batches; views/s = batches x batch x m / seconds. Ratios are within one run.
-On a GPU, ``--dali-device gpu`` also reports how long a training step would wait.
+(``dali.device`` as given); memory = this plugin's in-memory loader (``data.format:
+memory``) with ``--workers`` torch threads, on ``--memory-device``, the images decoded
+once beforehand (that decode is timed on its own line, not in views/s). Each pipeline
+runs one warm-up batch, then ``--batches`` timed batches; views/s = batches x batch x m /
+seconds. Ratios are within one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def recipe(args, views: int):
-    from mvssl_plugin.cli.common import compose_recipe
+    from mvssl_plugin.cli.recipes import compose_recipe
 
     return compose_recipe(
         args.recipe,
@@ -71,9 +72,12 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--recipe", default="mabt_cifar.yaml")
     parser.add_argument("--dali-device", default="cpu", choices=("cpu", "gpu"))
+    parser.add_argument("--memory-device", default=None, choices=("cpu", "cuda"), help="default: as --dali-device")
     args = parser.parse_args()
+    memory_device = args.memory_device or ("cuda" if args.dali_device == "gpu" else "cpu")
+    torch.set_num_threads(args.workers)
 
-    from mvssl_plugin.cli.common import quiet_dependency_warnings
+    from mvssl_plugin.cli.report import quiet_dependency_warnings
 
     quiet_dependency_warnings()
 
@@ -81,12 +85,21 @@ def main() -> None:
 
     from mvssl_plugin.data.dali import DaliMultiViewLoader, ViewRecipe
     from mvssl_plugin.data.folders import pretrain_dataset, pretrain_samples, pretrain_transform
+    from mvssl_plugin.data.memory import MemoryMultiViewLoader, decode_to_uint8
 
-    sync = torch.cuda.synchronize if args.dali_device == "gpu" else (lambda: None)
+    gpu = args.dali_device == "gpu" or memory_device == "cuda"
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
     print(f"# m-view loading: {args.data}, {args.images} images, batch {args.batch}, {args.workers} workers/threads")
-    print(f"# torch threads {torch.get_num_threads()}, cpus {os.cpu_count()}, DALI device {args.dali_device}")
-    print("| m | torchvision views/s | DALI views/s | DALI / torchvision |")
-    print("|---|---|---|---|")
+    print(
+        f"# torch threads {torch.get_num_threads()}, cpus {os.cpu_count()}, DALI device {args.dali_device}, "
+        f"memory device {memory_device}, load average {os.getloadavg()[0]:.1f}"
+    )
+    files, targets = subset(*pretrain_samples(recipe(args, args.views[0])), args.images)
+    start = time.perf_counter()
+    images = decode_to_uint8(files, None, None)
+    print(f"# memory: {len(files)} images decoded once in {time.perf_counter() - start:.1f} s, {tuple(images.shape)}")
+    print("| m | torchvision views/s | DALI views/s | memory views/s | DALI / torchvision | memory / DALI |")
+    print("|---|---|---|---|---|---|")
     for views in args.views:
         cfg = recipe(args, views)
         files, targets = subset(*pretrain_samples(cfg), args.images)
@@ -109,12 +122,25 @@ def main() -> None:
             device=args.dali_device,
             num_threads=args.workers,
         )
+        memory_loader = MemoryMultiViewLoader(
+            images,
+            targets,
+            [ViewRecipe.from_cfg(cfg.data.dataset, aug) for aug in cfg.augmentations],
+            batch_size=args.batch,
+            device=memory_device,
+        )
         batches = min(args.batches, len(dali_loader) - 1)
         seconds_torch = time_batches(torch_loader, batches, sync)
         seconds_dali = time_batches(dali_loader, batches, sync)
-        rate_torch = batches * args.batch * views / seconds_torch
-        rate_dali = batches * args.batch * views / seconds_dali
-        print(f"| {views} | {rate_torch:,.0f} | {rate_dali:,.0f} | {rate_dali / rate_torch:.2f}x |", flush=True)
+        seconds_memory = time_batches(memory_loader, batches, sync)
+        rate_torch, rate_dali, rate_memory = (
+            batches * args.batch * views / seconds for seconds in (seconds_torch, seconds_dali, seconds_memory)
+        )
+        print(
+            f"| {views} | {rate_torch:,.0f} | {rate_dali:,.0f} | {rate_memory:,.0f} | {rate_dali / rate_torch:.2f}x "
+            f"| {rate_memory / rate_dali:.2f}x |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

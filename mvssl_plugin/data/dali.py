@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import collections
 import os
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 import torch
 from omegaconf import DictConfig
 
+from mvssl_plugin.data.views import EpochShards, ViewRecipe, normalization, process_group  # noqa: F401 (re-exported)
 from mvssl_plugin.errors import ConfigError, DataError
 
 
@@ -38,61 +39,6 @@ def dali_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-@dataclass(frozen=True)
-class ViewRecipe:
-    """One augmentation pipeline of the YAML, as the DALI graph needs it."""
-
-    crop_size: int
-    num_crops: int
-    rrc: bool
-    scale: Tuple[float, float]
-    jitter_prob: float
-    brightness: float
-    contrast: float
-    saturation: float
-    hue: float
-    grayscale_prob: float
-    blur_prob: float
-    solarization_prob: float
-    equalization_prob: float
-    flip_prob: float
-    mean: Tuple[float, float, float]
-    std: Tuple[float, float, float]
-
-    @classmethod
-    def from_cfg(cls, dataset: str, aug: DictConfig) -> "ViewRecipe":
-        mean, std = normalization(dataset, aug)
-        return cls(
-            crop_size=int(aug.crop_size),
-            num_crops=int(aug.num_crops),
-            rrc=bool(aug.rrc.enabled),
-            scale=(float(aug.rrc.crop_min_scale), float(aug.rrc.crop_max_scale)),
-            jitter_prob=float(aug.color_jitter.prob),
-            brightness=float(aug.color_jitter.brightness),
-            contrast=float(aug.color_jitter.contrast),
-            saturation=float(aug.color_jitter.saturation),
-            hue=float(aug.color_jitter.hue),
-            grayscale_prob=float(aug.grayscale.prob),
-            blur_prob=float(aug.gaussian_blur.prob),
-            solarization_prob=float(aug.solarization.prob),
-            equalization_prob=float(aug.equalization.prob),
-            flip_prob=float(aug.horizontal_flip.prob),
-            mean=mean,
-            std=std,
-        )
-
-
-def normalization(dataset: str, aug: DictConfig) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
-    """The mean/std (in [0, 1] units) solo-learn's torchvision pipeline normalizes with,
-    read off the pipeline it builds, so both formats feed the network the same numbers."""
-    from solo.data.pretrain_dataloader import build_transform_pipeline
-    from torchvision import transforms
-
-    pipeline = build_transform_pipeline(dataset, aug)
-    norm = next(t for t in pipeline.transforms if isinstance(t, transforms.Normalize))
-    return tuple(float(v) for v in norm.mean), tuple(float(v) for v in norm.std)
 
 
 # ----------------------------------------------------------------------------------------
@@ -207,28 +153,6 @@ def build_pipeline(
 # Order of images and the Lightning-facing loader.
 
 
-class EpochShards:
-    """Per-epoch permutation of the dataset split over processes, as DistributedSampler:
-    the same (seed, epoch) gives every process the same permutation, each takes every
-    ``world``-th index from its rank; the tail is dropped so shards are equal."""
-
-    def __init__(self, num_samples: int, seed: int) -> None:
-        self.num_samples = num_samples
-        self.seed = seed
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = int(epoch)
-
-    def shard_size(self, world: int) -> int:
-        return self.num_samples // world
-
-    def indices(self, rank: int, world: int) -> np.ndarray:
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
-        order = torch.randperm(self.num_samples, generator=generator).numpy()
-        return order[: self.shard_size(world) * world][rank::world]
-
-
 class FileBatches:
     """The external source: reads the files of one shard, a batch at a time, and keeps
     the last few batches' indexes to name the culprit if DALI fails to decode one."""
@@ -263,13 +187,6 @@ def find_undecodable(files: Sequence[str]) -> List[str]:
         except Exception:
             bad.append(path)
     return bad
-
-
-def process_group() -> Tuple[int, int]:
-    """(rank, world size) of the running job; (0, 1) outside torch.distributed."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
 
 
 class DaliMultiViewLoader:
