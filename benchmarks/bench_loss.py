@@ -82,7 +82,7 @@ def bench_losses(batch: int, repeats: int) -> None:
                     print(f"| {name} | {d} | {m} | {mode} | {t * 1e3:.1f} | {t * 1e3 / m:.1f} | {t / base:.2f} |")
 
 
-def bench_steps(batch: int, repeats: int, backbone: str) -> None:
+def bench_steps(batch: int, repeats: int, backbone: str, device: torch.device) -> None:
     from mvssl_plugin.cli.recipes import compose_recipe
     from mvssl_plugin.synthetic import tiny_overrides
     from mvssl_plugin.synthetic import write_image_folder as make_image_folder
@@ -93,43 +93,70 @@ def bench_steps(batch: int, repeats: int, backbone: str) -> None:
         "train": str(make_image_folder(tmp / "train", per_class=batch)),
         "test": str(make_image_folder(tmp / "test")),
     }
+    # (label, recipe, overrides, channels_last, autocast dtype)
     runs = [
         ("solo-learn barlow_twins, m=2, d=256", "mabt_cifar.yaml", ["method=barlow_twins", "data.num_views=2"]),
         ("mabt m=2 per-view, d=256", "mabt_cifar.yaml", ["data.num_views=2"]),
         ("mabt m=4 per-view, d=256", "mabt_cifar.yaml", []),
+        ("mabt m=4 per-view, d=256, no channels_last", "mabt_cifar.yaml", [], False),
         ("mabt m=4 fused, d=256", "mabt_cifar.yaml", ["method_kwargs.fused_forward=true"]),
+        (
+            "mabt m=4 fused + torch.compile, d=256",
+            "mabt_cifar.yaml",
+            ["method_kwargs.fused_forward=true", "performance.compile=true"],
+        ),
+        ("mabt m=4 fastssl (fused, paper projector), d=256", "mabt_paper_views_cifar.yaml", []),
         (
             "solo-learn barlow_twins, m=2, d=8192 (baseline recipe)",
             "mabt_cifar_2views_d8192.yaml",
             ["method=barlow_twins"],
         ),
     ]
-    print(f"\n## Training step (forward+backward, no optimizer), backbone {backbone}, batch {batch}")
+    if device.type == "cuda":
+        runs += [
+            ("mabt m=4 per-view, d=256, bf16 autocast", "mabt_cifar.yaml", [], True, torch.bfloat16),
+            (
+                "mabt m=4 fused, d=256, bf16 autocast",
+                "mabt_cifar.yaml",
+                ["method_kwargs.fused_forward=true"],
+                True,
+                torch.bfloat16,
+            ),
+        ]
+    print(f"\n## Training step (forward+backward, no optimizer), backbone {backbone}, batch {batch}, {device}")
     print("| run | s / step | views / s | step x solo-learn m=2 |")
     print("|---|---|---|---|")
     base = None
-    for label, recipe, extra in runs:
+    for label, recipe, extra, *options in runs:
+        channels_last, dtype = [*options, *(True, None)[len(options) :]]
         settings = {"backbone.name": backbone, "optimizer.batch_size": batch, "precision": 32, "strategy": "auto"}
         overrides = [
             o
             for o in tiny_overrides(data, tmp / "runs", **settings)
-            if not o.startswith(("+backbone.kwargs.width", "method_kwargs.proj_output_dim"))
+            if not o.startswith(("+backbone.kwargs.width", "method_kwargs.proj_output_dim", "accelerator"))
         ]
         if backbone == "narrow_resnet18":
             overrides.append("+backbone.kwargs.width=16")
+        overrides.append(f"accelerator={'gpu' if device.type == 'cuda' else 'cpu'}")
         _, model = build_pretrain_model(compose_recipe(recipe, "pretrain", overrides + extra))
-        model = model.to(memory_format=torch.channels_last)
+        model = model.to(device)
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
         m = model.num_crops
-        views = [torch.randn(batch, 3, 32, 32) for _ in range(m)]
-        data_batch = [torch.arange(batch), views, torch.randint(0, 10, (batch,))]
+        views = [torch.randn(batch, 3, 32, 32, device=device) for _ in range(m)]
+        data_batch = [torch.arange(batch, device=device), views, torch.randint(0, 10, (batch,), device=device)]
 
         def step():
             model.zero_grad(set_to_none=True)
-            model.training_step(data_batch, 0).backward()
+            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                loss = model.training_step(data_batch, 0)
+            loss.backward()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
 
         t = median_seconds(step, repeats)
         base = base or t
-        print(f"| {label} | {t:.3f} | {m * batch / t:.0f} | {t / base:.2f} |")
+        print(f"| {label} | {t:.3f} | {m * batch / t:.0f} | {t / base:.2f} |", flush=True)
 
 
 def main() -> None:
@@ -145,11 +172,12 @@ def main() -> None:
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    print(f"torch {torch.__version__}, device cpu, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, cuda: {torch.cuda.is_available()}")
     if not args.skip_losses:
         bench_losses(args.batch, args.repeats)
     if not args.skip_steps:
-        bench_steps(args.batch, args.repeats, args.backbone)
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        bench_steps(args.batch, args.repeats, args.backbone, device)
 
 
 if __name__ == "__main__":

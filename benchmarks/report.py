@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from mvssl_plugin.eval.compare import Run, load_run, time_to
+
 REPO = Path(__file__).resolve().parents[1]
-from mvssl_plugin.eval.compare import Run, load_run, time_to  # noqa: E402
 
 DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 SWEEP = "python main_pretrain.py --config-name {recipe} -m data.train_path=<cifar10>/train data.val_path=<cifar10>/test"

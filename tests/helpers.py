@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -14,7 +15,21 @@ from mvssl_plugin.synthetic import tiny_overrides, write_image_folder
 REPO = Path(__file__).resolve().parents[1]
 make_image_folder = write_image_folder
 
-__all__ = ["REPO", "make_image_folder", "run_entry", "solo_shaped_cfg", "tiny_overrides", "write_image_folder"]
+
+def has_dali() -> bool:
+    """NVIDIA DALI is installed (the dali extra); its tests skip otherwise."""
+    return importlib.util.find_spec("nvidia") is not None and importlib.util.find_spec("nvidia.dali") is not None
+
+
+__all__ = [
+    "has_dali",
+    "REPO",
+    "make_image_folder",
+    "run_entry",
+    "solo_shaped_cfg",
+    "tiny_overrides",
+    "write_image_folder",
+]
 
 
 def run_entry(script: str, args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import make_image_folder, run_entry, tiny_overrides
+from helpers import has_dali, make_image_folder, run_entry, tiny_overrides
 from PIL import Image
 
 from mvssl_plugin.cli.recipes import compose_recipe
@@ -17,6 +17,8 @@ from mvssl_plugin.data.dali import DaliMultiViewLoader, EpochShards, ViewRecipe
 from mvssl_plugin.data.folders import pretrain_loader, pretrain_samples, pretrain_transform
 from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.train.pretrain import pretrain
+
+pytestmark = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
 
 CLASSES, PER_CLASS = 3, 8
 

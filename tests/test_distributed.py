@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from helpers import has_dali
 
 from mvssl_plugin.losses import multiview_barlow_loss, multiview_vicreg_loss
 
@@ -62,12 +63,23 @@ def test_two_processes_equal_one_process_on_the_whole_batch(name, fn, redundancy
     assert relative <= 1e-5, f"gradient differs by {relative:.2e} (relative to its largest entry)"
 
 
+NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
+
+
 @pytest.mark.parametrize(
-    "view_parallel,data_format", [(False, "image_folder"), (True, "image_folder"), (False, "dali"), (True, "dali")]
+    "view_parallel,data_format",
+    [
+        (False, "image_folder"),
+        (True, "image_folder"),
+        pytest.param(False, "dali", marks=NEEDS_DALI),
+        pytest.param(True, "dali", marks=NEEDS_DALI),
+        (False, "memory"),
+        (True, "memory"),
+    ],
 )
 def test_ddp_on_two_cpu_processes_through_the_entry_point(view_parallel, data_format, tiny_cifar, tmp_path):
     """Lightning re-launches the command line for each process; the recipe must survive it.
-    Both m-view pipelines shard the images over the processes (or not, view-parallel)."""
+    Every m-view pipeline shards the images over the processes (or not, view-parallel)."""
     from helpers import run_entry, tiny_overrides
 
     extra = {"strategy": "ddp", "devices": 2, "method_kwargs.view_parallel": view_parallel, "data.format": data_format}

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import run_entry, tiny_overrides
+from helpers import has_dali, run_entry, tiny_overrides
 
 from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.train.pretrain import pretrain
 
+NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
 CASES = [
     ("mabt_cifar.yaml", {"data.num_views": 1}, "needs at least 2 views"),
     ("mabt_cifar_multicrop.yaml", {"data.num_small_views": -1}, r"augmentations\[1\].num_crops=-1"),
@@ -29,6 +30,7 @@ CASES = [
     ("mabt_cifar.yaml", {"data.format": "lmdb"}, "data.format='lmdb'"),
     ("mabt_cifar.yaml", {"data.format": "dali", "dali.device": "tpu"}, "dali.device='tpu'"),
     ("mabt_cifar.yaml", {"data.format": "dali", "dali.num_threads": 0}, "dali.num_threads=0"),
+    ("mabt_cifar.yaml", {"data.format": "memory", "memory.size": 0}, "memory.size=0"),
     ("mabt_cifar.yaml", {"optimizer.batch_size": 1}, "optimizer.batch_size=1"),
     ("mabt_cifar.yaml", {"optimizer.batch_size": 64}, "fewer than optimizer.batch_size=64"),
     ("mabt_cifar.yaml", {"method_kwargs.redundancy": "pairs"}, "method_kwargs.redundancy='pairs'"),
@@ -43,7 +45,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("recipe,override,message", CASES, ids=["+".join(o) for _, o, _ in CASES])
+PARAMS = [
+    pytest.param(*case, id="+".join(case[1]), marks=NEEDS_DALI if case[1].get("data.format") == "dali" else ())
+    for case in CASES
+]
+
+
+@pytest.mark.parametrize("recipe,override,message", PARAMS)
 def test_bad_config_is_named_before_any_output(recipe, override, message, tiny_cifar, tmp_path):
     cfg = compose_recipe(recipe, "pretrain", tiny_overrides(tiny_cifar, tmp_path / "runs", **override))
     with pytest.raises(ConfigError, match=message):

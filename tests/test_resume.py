@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, make_image_folder, run_entry, tiny_overrides
+from helpers import REPO, has_dali, make_image_folder, run_entry, tiny_overrides
 
 from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.runs import is_complete_checkpoint
@@ -52,7 +52,10 @@ def wait_for(pattern: str, root: Path, timeout: float = 120) -> Path:
     raise TimeoutError(pattern)
 
 
-@pytest.mark.parametrize("data_format", ["image_folder", "dali"])
+NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
+
+
+@pytest.mark.parametrize("data_format", ["image_folder", pytest.param("dali", marks=NEEDS_DALI), "memory"])
 def test_killed_run_resumes_in_the_same_folder_and_continues(data_format, data, tmp_path):
     args = command(data, tmp_path, data_format)
     env = dict(os.environ, PYTHONWARNINGS="ignore")

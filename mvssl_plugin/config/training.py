@@ -30,6 +30,8 @@ TRAINING_RULES: tuple[Rule, ...] = (
     ("checkpoint.frequency", count, "must be an integer >= 1"),
     ("knn_eval.k", count, "must be an integer >= 1"),
     ("backbone.kwargs.width", count, "must be an integer >= 1"),
+    ("performance.compile", lambda v: isinstance(v, bool), "use true or false"),
+    ("performance.disable_channel_last", lambda v: isinstance(v, bool), "use true or false"),
 )
 PRECISIONS = ("64", "32", "16", "bf16", "64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
 SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_optimizers builds

@@ -75,6 +75,9 @@ class MultiViewMethod(BaseMethod):
             otherwise (off keeps m = 2 bit-identical to solo-learn's two-view method).
         view_parallel (bool): under DDP, spread the views over the processes instead of
             the images (m / world size views each, the same images everywhere).
+
+    ``performance.compile: true`` compiles the backbone's and projector's forward with
+    ``torch.compile`` (first steps slower while it compiles).
     """
 
     #: metric name, shared with the matching solo-learn method so curves overlay in wandb
@@ -103,6 +106,11 @@ class MultiViewMethod(BaseMethod):
         self.projector = build_projector(
             kwargs.projector, self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim
         )
+        if select(cfg, "performance.compile", False):
+            # the modules' forward, not the modules: state_dict keys stay as they are, so
+            # checkpoints load into uncompiled models (linear evaluation, kNN)
+            for module in (self.backbone, self.projector):
+                module.forward = torch.compile(module.forward)
 
     @classmethod
     def add_and_assert_specific_cfg(cls, cfg: omegaconf.DictConfig) -> omegaconf.DictConfig:

@@ -45,7 +45,9 @@ def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[
     objective = kwargs.get("objective", "solo-learn's two-view loss")
     projector = kwargs.get("projector", "solo")
     data_format = cfg.data.format
-    where = {"dali": f" on the {select(cfg, 'dali.device', 'cpu')}", "memory": ""}.get(data_format, "")
+    where = {"dali": f" on the {select(cfg, 'dali.device', 'cpu')}", "memory": f" on the {cfg.accelerator}"}.get(
+        data_format, ""
+    )
     fraction = select(cfg, "data.fraction", -1)
     processes = len(cfg.devices) * int(select(cfg, "num_nodes", 1) or 1)
     return {
