@@ -89,11 +89,13 @@ NEEDED: tuple[Need, ...] = (
     Need("threadpoolctl==3.8.0", "threadpoolctl", "if_missing", "scikit-learn imports it"),
     Need("narwhals==2.29.0", "narwhals", "if_missing", "scikit-learn 1.9 imports it (sklearn.utils.validation)"),
     Need("cloudpickle==3.1.2", "cloudpickle", "if_missing", "joblib 1.6 imports it (no longer vendored)"),
+    Need("kornia==0.9.0", "kornia", "pin", "data.format=memory cuts the views on the GPU with kornia's ops"),
+    Need("kornia-rs==0.2.0", "kornia_rs", "if_missing", "kornia 0.9 imports it"),
     Need("setuptools==69.5.1", "setuptools", "pin", "solo-learn's setup.py needs pkg_resources (<70)", role="build"),
     Need("wheel==0.43.0", "wheel", "pin", "pip builds solo-learn's wheel without build isolation", role="build"),
 )
 # Left out on purpose: wandb (the runs say wandb.enabled=false; timm imports it only if present),
-# kornia (imported by neither solo-learn 1.0.6 nor the plugin), einops (listed by solo-learn,
+# einops (listed by solo-learn,
 # imported nowhere in solo/), nvidia-dali (optional; solo-learn guards its import; the runs use
 # data.format=image_folder), matplotlib (only main_compare.py plots).
 

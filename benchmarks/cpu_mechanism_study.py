@@ -1,0 +1,283 @@
+"""The paper's mechanism at CPU scale: dimensional collapse with a small projector and a fixed
+small beta (the rule keeps the rank), and more views per image at equal wall-clock.
+
+    python benchmarks/cpu_mechanism_study.py --out benchmarks/results/cpu_mechanism [--parts scale pdim views]
+
+Every run is ``main_pretrain.py --config-name mabt_cifar_cpu.yaml`` (width-16 ResNet-18, 10% of
+the CIFAR-10 training JPEGs, batch 128) stopped by Lightning's ``max_time``, so runs are
+compared at equal training wall-clock; then, in this process, the run's checkpoint is loaded
+and its backbone and projector embed the 5,000 training images (the kNN bank, plain val
+transform) and the 10,000 test images: kNN top-1 on the real test split (solo-learn's
+WeightedKNNClassifier, k = 20, cosine, T = 0.07) and RankMe of the test embeddings.
+
+Parts:
+- ``scale``: m = 2, d = 256, beta by the rule, for 30 and 60 s, against the same network at
+  random initialisation: the smallest budget at which pretraining beats random init by more
+  than the seed spread.
+- ``pdim``: d in {32, 64, 256, 1024}, beta by the rule vs the fixed beta the rule gives at
+  d = 8192 (3.3 / 8192), m = 2.
+- ``views``: m in {2, 4, 8}, d = 256, beta by the rule, equal wall-clock.
+
+Each point is run for every ``--seeds``; ``results.csv`` gets one row per run (appended, so
+parts can run in separate calls), ``summary.md`` and the plots are rebuilt from all rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+from mvssl_plugin.runs import read_csv, write_csv
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "cifar10"
+RECIPE = "mabt_cifar_cpu.yaml"
+FIXED_LAMB = 3.3 / 8192  # the rule's beta at d = 8192, m = 2
+
+
+def run_name(part: str, d: int, m: int, beta: str, seconds: int, seed: int) -> str:
+    return f"{part}-d{d}-m{m}-{beta}-{seconds}s-seed{seed}"
+
+
+def pretrain(out: Path, name: str, d: int, m: int, beta: str, seconds: int, seed: int) -> Path:
+    """One pretraining run under a wall-clock budget; returns its run folder."""
+    runs = out / "runs" / name
+    overrides = [
+        f"data.train_path={DATA / 'train'}",
+        "data.val_path=null",
+        f"data.num_views={m}",
+        f"method_kwargs.proj_output_dim={d}",
+        f"method_kwargs.lamb={'auto' if beta == 'rule' else FIXED_LAMB}",
+        "max_epochs=1000",
+        f"+max_time='00:00:{seconds // 60:02d}:{seconds % 60:02d}'",
+        f"seed={seed}",
+        f"checkpoint.dir={runs}",
+        "auto_resume.enabled=false",
+        "wandb.enabled=false",
+    ]
+    command = [sys.executable, str(REPO / "main_pretrain.py"), "--config-name", RECIPE, *overrides]
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    log = out / "logs" / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as handle:
+        handle.write(" ".join(command) + "\n")
+        handle.flush()
+        subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, check=True, cwd=REPO)
+    (folder,) = (runs / "mabt").iterdir()
+    return folder
+
+
+def random_init(out: Path, name: str, d: int, m: int, seed: int):
+    """The recipe's network at initialisation (built as main_pretrain.py would build it)."""
+    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.train.pretrain import build_pretrain_model
+
+    overrides = [
+        f"data.train_path={DATA / 'train'}",
+        "data.val_path=null",
+        f"data.num_views={m}",
+        f"method_kwargs.proj_output_dim={d}",
+        f"seed={seed}",
+    ]
+    cfg, model = build_pretrain_model(compose_recipe(RECIPE, "pretrain", overrides), notify=lambda _: None)
+    return model.eval(), cfg
+
+
+def evaluate(model, cfg) -> dict:
+    """kNN top-1 on the test split and RankMe of the test embeddings, backbone and projector."""
+    from omegaconf import OmegaConf
+    from solo.data.classification_dataloader import prepare_transforms
+    from torch.utils.data import DataLoader
+
+    from mvssl_plugin.data.folders import classification_datasets
+    from mvssl_plugin.eval.features import extract_features
+    from mvssl_plugin.eval.knn import knn_grid
+    from mvssl_plugin.eval.rank import rankme
+
+    data_cfg = OmegaConf.create(
+        {
+            "data": {
+                "dataset": "cifar10",
+                "train_path": str(DATA / "train"),
+                "val_path": str(DATA / "test"),
+                "format": "image_folder",
+            }
+        }
+    )
+    _, t_val = prepare_transforms("cifar10")
+    train_set, test_set = classification_datasets(data_cfg, t_val, t_val, cfg.data.fraction)
+    device = torch.device("cpu")
+    features = {
+        name: extract_features(model, DataLoader(dataset, batch_size=512, num_workers=2), device)
+        for name, dataset in (("train", train_set), ("test", test_set))
+    }
+    rows = knn_grid(
+        features["train"], features["test"], ("backbone", "projector"), [20], ["cosine"], [0.07], report=lambda _: None
+    )
+    result = {f"knn_{r['feature']}": r["acc1"] for r in rows}
+    result["rank_backbone"] = round(rankme(features["test"]["backbone"]), 2)
+    result["rank_projector"] = round(rankme(features["test"]["projector"]), 2)
+    return result
+
+
+def trained_facts(folder: Path) -> dict:
+    rows = read_csv(folder / "metrics.csv")
+    last = rows[-1] if rows else {}
+    return {
+        "epochs": int(last.get("epoch", -1)) + 1,
+        "steps": int(last.get("step", 0)),
+        "train_seconds": float(last.get("train_seconds", 0.0)),
+        "final_loss": float(last["train_barlow_loss"]) if "train_barlow_loss" in last else "",
+    }
+
+
+def plan(parts: list[str], seeds: list[int], pdim_seconds: int, views_seconds: int) -> list[dict]:
+    points = []
+    if "scale" in parts:
+        for seconds in (30, 60):
+            points += [dict(part="scale", d=256, m=2, beta="rule", seconds=seconds)]
+        points += [dict(part="scale", d=256, m=2, beta="random-init", seconds=0)]
+    if "pdim" in parts:
+        for d in (32, 64, 256, 1024):
+            for beta in ("rule", "fixed"):
+                points.append(dict(part="pdim", d=d, m=2, beta=beta, seconds=pdim_seconds))
+    if "views" in parts:
+        for m in (2, 4, 8):
+            points.append(dict(part="views", d=256, m=m, beta="rule", seconds=views_seconds))
+    return [dict(p, seed=seed) for p in points for seed in seeds]
+
+
+def spread(values: list[float]) -> str:
+    mean = statistics.mean(values)
+    return f"{mean:.2f} ({min(values):.2f}-{max(values):.2f})" if len(values) > 1 else f"{mean:.2f}"
+
+
+def summarize(out: Path) -> None:
+    rows = read_csv(out / "results.csv")
+    groups = defaultdict(list)
+    for row in rows:
+        groups[(row["part"], int(row["d"]), int(row["m"]), row["beta"], int(row["seconds"]))].append(row)
+    columns = ("knn_backbone", "knn_projector", "rank_backbone", "rank_projector", "steps", "epochs")
+    lines = [
+        "| part | d | m | beta | lamb | s | seeds | " + " | ".join(columns) + " |",
+        "|" + "---|" * (7 + len(columns)),
+    ]
+    for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], k[3], k[4])):
+        group = groups[key]
+        cells = [spread([float(r[c]) for r in group]) for c in columns]
+        lamb = group[0]["lamb"]
+        lines.append(
+            f"| {' | '.join(map(str, key[:4]))} | {lamb} | {key[4]} | {len(group)} | " + " | ".join(cells) + " |"
+        )
+    (out / "summary.md").write_text(
+        "Mean over seeds (min-max) per point; kNN top-1 (%) on the 10,000 test images, RankMe of the test "
+        "embeddings. Written by benchmarks/cpu_mechanism_study.py from results.csv.\n\n" + "\n".join(lines) + "\n"
+    )
+    plot(out, groups)
+
+
+def plot(out: Path, groups: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def series(part: str, beta: str, axis: int, column: str):
+        keys = sorted(k for k in groups if k[0] == part and k[3] == beta)
+        xs = [k[axis] for k in keys]
+        values = [[float(r[column]) for r in groups[k]] for k in keys]
+        return xs, [statistics.mean(v) for v in values], [min(v) for v in values], [max(v) for v in values]
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for beta, style in (("rule", "o-"), ("fixed", "s--")):
+        for ax, column, title in (
+            (axes[0], "rank_projector", "projector RankMe"),
+            (axes[1], "rank_backbone", "backbone RankMe"),
+            (axes[2], "knn_backbone", "kNN top-1 (backbone), %"),
+        ):
+            xs, mean, low, high = series("pdim", beta, 1, column)
+            if xs:
+                ax.plot(xs, mean, style, label=f"beta: {beta}")
+                ax.fill_between(xs, low, high, alpha=0.2)
+                ax.set_xscale("log", base=2)
+                ax.set_xlabel("projector d")
+                ax.set_title(title)
+    axes[0].legend()
+    fig.suptitle("CPU scale, m = 2, equal wall-clock: beta by the rule vs fixed 3.3/8192 (min-max over seeds)")
+    fig.tight_layout()
+    fig.savefig(out / "pdim.png", dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for ax, column, title in (
+        (axes[0], "knn_backbone", "kNN top-1 (backbone), %"),
+        (axes[1], "rank_projector", "projector RankMe"),
+        (axes[2], "steps", "optimizer steps in the budget"),
+    ):
+        xs, mean, low, high = series("views", "rule", 2, column)
+        if xs:
+            ax.plot(xs, mean, "o-")
+            ax.fill_between(xs, low, high, alpha=0.2)
+            ax.set_xlabel("views per image m")
+            ax.set_xticks(xs)
+            ax.set_title(title)
+    fig.suptitle("CPU scale, d = 256, beta by the rule, equal wall-clock (min-max over seeds)")
+    fig.tight_layout()
+    fig.savefig(out / "views.png", dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "cpu_mechanism")
+    parser.add_argument("--parts", nargs="+", default=["scale", "pdim", "views"], choices=["scale", "pdim", "views"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--pdim-seconds", type=int, default=60)
+    parser.add_argument("--views-seconds", type=int, default=90)
+    parser.add_argument("--summarize-only", action="store_true")
+    args = parser.parse_args()
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.summarize_only:
+        for point in plan(args.parts, args.seeds, args.pdim_seconds, args.views_seconds):
+            name = run_name(point["part"], point["d"], point["m"], point["beta"], point["seconds"], point["seed"])
+            start = time.perf_counter()
+            if point["beta"] == "random-init":
+                model, cfg = random_init(args.out, name, point["d"], point["m"], point["seed"])
+                facts = {"epochs": 0, "steps": 0, "train_seconds": 0.0, "final_loss": ""}
+            else:
+                from mvssl_plugin.eval.features import load_pretrained
+
+                folder = pretrain(
+                    args.out, name, point["d"], point["m"], point["beta"], point["seconds"], point["seed"]
+                )
+                model, cfg, _ = load_pretrained(folder)
+                facts = trained_facts(folder)
+            row = {
+                **point,
+                "lamb": round(float(cfg.method_kwargs.lamb), 6),
+                **facts,
+                **evaluate(model, cfg),
+                "wall_seconds": round(time.perf_counter() - start, 1),
+            }
+            print(row, flush=True)
+            rows = read_csv(args.out / "results.csv") + [row]
+            write_csv(args.out / "results.csv", rows)
+    summarize(args.out)
+    print((args.out / "summary.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
