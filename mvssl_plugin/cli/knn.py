@@ -62,7 +62,8 @@ def knn(argv: Optional[List[str]] = None) -> List[dict]:
     from solo.data.classification_dataloader import prepare_transforms
     from torch.utils.data import DataLoader
 
-    from mvssl_plugin.data.folders import classification_datasets
+    from mvssl_plugin.data.folders import classification_datasets, eval_keeps_size
+    from mvssl_plugin.data.scan import screen_files
     from mvssl_plugin.eval.features import extract_features, load_pretrained, resolve_device
     from mvssl_plugin.eval.knn import knn_grid
     from mvssl_plugin.runs import KNN, write_csv
@@ -83,7 +84,13 @@ def knn(argv: Optional[List[str]] = None) -> List[dict]:
         }
     )
     _, t_val = prepare_transforms(args.dataset)
-    train_set, val_set = classification_datasets(data_cfg, t_val, t_val, args.data_fraction)
+    flags = {"data.train_path": "--train_data_path", "data.val_path": "--val_data_path"}
+
+    def screen(key: str, files: List[str]) -> List[str]:  # both sets use the val transform
+        same_size = eval_keeps_size(args.dataset)
+        return screen_files(files, flags[key], skip_bad=False, same_size=same_size, skip_key=None)
+
+    train_set, val_set = classification_datasets(data_cfg, t_val, t_val, args.data_fraction, screen)
     model = model.to(device)
     features = {}
     for name, dataset in (("train", train_set), ("val", val_set)):

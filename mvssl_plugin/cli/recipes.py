@@ -9,22 +9,11 @@ from typing import List, Optional
 
 from omegaconf import DictConfig
 
+from mvssl_plugin.config.recipes import GROUP_DIRS, REPO_ROOT, recipe_roots
+from mvssl_plugin.config.recipes import recipe_files as _recipe_files
 from mvssl_plugin.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Config groups shared by the recipes under scripts/<kind>/, not recipes themselves.
-GROUP_DIRS = ("base", "augmentations", "wandb", "study_pair", "released")
-
-
-def recipe_roots(kind: str) -> List[Path]:
-    """Where ``--config-name`` is looked up: ./scripts/<kind>, then the plugin checkout's."""
-    roots = [Path.cwd() / "scripts" / kind, REPO_ROOT / "scripts" / kind]
-    return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
-
-
-def _recipe_files(root: Path) -> List[Path]:
-    """Recipes under ``root``: yaml files one or more folders down, outside the group folders."""
-    return [p for p in root.rglob("*.yaml") if len(p.relative_to(root).parts) > 1 and p.parent.name not in GROUP_DIRS]
+__all__ = ["GROUP_DIRS", "REPO_ROOT", "compose_recipe", "find_recipe_dir", "list_recipes", "recipe_roots"]
 
 
 def list_recipes(kind: str) -> List[str]:

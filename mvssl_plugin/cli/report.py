@@ -4,6 +4,7 @@ only the dependency notices known to be harmless silenced (by message)."""
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import warnings
 from typing import Callable, NoReturn, TypeVar
@@ -35,6 +36,18 @@ def fail(message: str, status: int, kind: str = "config error") -> NoReturn:
     sys.exit(status)
 
 
+def one_line(err: BaseException) -> str:
+    """The message of ``err``. A DataLoader worker's exception comes back to the main process
+    as ``type(text)`` where the text is the worker's whole traceback: its last line holds the
+    original message, which is what is printed."""
+    text = str(err)
+    if "Original Traceback" not in text:
+        return text
+    last = text.rstrip().splitlines()[-1]
+    found = re.match(rf"^(?:[\w.]+\.)?{re.escape(type(err).__name__)}: (.*)$", last)
+    return found.group(1) if found else last
+
+
 def report_errors(task: Callable[..., T]) -> Callable[..., T]:
     """Turns a :class:`ConfigError` (exit 2), a non-finite loss (exit 3) or a
     :class:`DataError` (exit 4) into one line, instead of a traceback. Checkpoints already
@@ -45,11 +58,11 @@ def report_errors(task: Callable[..., T]) -> Callable[..., T]:
         try:
             return task(*args, **kwargs)
         except ConfigError as err:
-            fail(str(err), ConfigError.exit_status)
+            fail(one_line(err), ConfigError.exit_status)
         except FloatingPointError as err:
-            fail(str(err), NON_FINITE_EXIT_STATUS, kind="training stopped")
+            fail(one_line(err), NON_FINITE_EXIT_STATUS, kind="training stopped")
         except DataError as err:
-            fail(str(err), DataError.exit_status, kind="data error")
+            fail(one_line(err), DataError.exit_status, kind="data error")
 
     return wrapped
 

@@ -7,9 +7,9 @@ import os
 
 from omegaconf import DictConfig
 
-from mvssl_plugin.config.values import AUTO, count, is_number, require, select
+from mvssl_plugin.config.values import AUTO, boolean, count, is_number, require, select
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.imagefolder import empty_class_folders, is_image_folder_tree
+from mvssl_plugin.imagefolder import empty_class_folders, is_image_folder_tree, nested_class_folders
 
 SUPPORTED_DATASETS = ("cifar10", "cifar100", "stl10", "imagenet", "imagenet100", "custom")
 SMALL_IMAGE_DATASETS = ("cifar10", "cifar100")
@@ -115,6 +115,7 @@ def check_data(cfg: DictConfig) -> None:
         fraction = select(cfg, key, -1)
         if not is_number(fraction) or not (fraction == -1 or 0 < fraction < 1):
             raise ConfigError(f"{key}={fraction!r}: use -1 for all images or a number in (0, 1)")
+    require(cfg, "data.skip_bad_files", boolean, "use true (train without unusable image files) or false")
     check_data_path(cfg, "data.train_path")
     if select(cfg, "data.val_path") is not None:
         check_data_path(cfg, "data.val_path")
@@ -122,6 +123,24 @@ def check_data(cfg: DictConfig) -> None:
         check_dali(cfg)
     elif cfg.data.format == "memory":
         check_memory(cfg)
+
+
+def nested_folder_notices(cfg: DictConfig) -> list[str]:
+    """One line per data path whose class folders hold images in sub-folders: torchvision's
+    ImageFolder reads them as part of the class, which is worth saying (a misplaced tree,
+    e.g. train/train/<class>, would otherwise train on one class)."""
+    notices = []
+    for key in ("data.train_path", "data.val_path"):
+        path = select(cfg, key)
+        if path is None or not is_image_folder_tree(path):
+            continue
+        nested = nested_class_folders(path)
+        if nested:
+            shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
+            notices.append(
+                f"{key}: class folder(s) {shown} hold images in sub-folders; they are read as part of the class"
+            )
+    return notices
 
 
 def apply_backbone_defaults(cfg: DictConfig, plugin_backbones: tuple[str, ...]) -> None:

@@ -9,14 +9,19 @@ JPEG copy such as ../shared/data/cifar10 trains exactly like the torchvision cop
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 
-from mvssl_plugin.config.data import TORCHVISION_DATASETS
+from mvssl_plugin.config.data import SMALL_IMAGE_DATASETS, TORCHVISION_DATASETS
+from mvssl_plugin.data.scan import CheckedLoader
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.imagefolder import is_image_folder_tree
+
+#: ``screen(key, files)``: the usable files among a data path's files (see
+#: :func:`mvssl_plugin.data.scan.screen_files`); raises DataError for bad ones
+Screen = Callable[[str, List[str]], List[str]]
 
 
 def solo_dataset_name(dataset: str, path: Optional[str | os.PathLike]) -> str:
@@ -43,12 +48,51 @@ def pretrain_transform(cfg: DictConfig) -> Callable:
     )
 
 
-def pretrain_dataset(cfg: DictConfig, transform: Optional[Callable]):
+def eval_keeps_size(dataset: str) -> bool:
+    """True when solo-learn's validation transform for ``dataset`` does not resize (CIFAR's:
+    ToTensor + Normalize), so every validation image must have one size to be batched."""
+    return dataset in SMALL_IMAGE_DATASETS
+
+
+def dataset_files(dataset) -> Optional[List[str]]:
+    """The image files a dataset reads (ImageFolder: ``samples``; solo-learn's unlabelled
+    folder: ``images``); None for datasets read from archives (torchvision's CIFAR/STL)."""
+    if hasattr(dataset, "samples"):
+        return [path for path, _ in dataset.samples]
+    if hasattr(dataset, "images") and hasattr(dataset, "root"):
+        return [os.path.join(dataset.root, name) for name in dataset.images]
+    return None
+
+
+def keep_files(dataset, files: List[str]) -> None:
+    """Restricts a dataset of :func:`dataset_files` to ``files`` (kept in its order)."""
+    keep = set(files)
+    if hasattr(dataset, "samples"):
+        dataset.samples = [s for s in dataset.samples if s[0] in keep]
+        dataset.imgs = dataset.samples
+        dataset.targets = [label for _, label in dataset.samples]
+    else:
+        dataset.images = [name for name in dataset.images if os.path.join(dataset.root, name) in keep]
+
+
+def screened(dataset, key: str, screen: Optional[Screen]):
+    """``dataset`` with only the files ``screen`` keeps, its reads naming the file they fail on."""
+    if hasattr(dataset, "loader") and not isinstance(dataset.loader, CheckedLoader):
+        dataset.loader = CheckedLoader(dataset.loader)
+    files = dataset_files(dataset) if screen is not None else None
+    if files is not None:
+        kept = screen(key, files)
+        if len(kept) != len(files):
+            keep_files(dataset, kept)
+    return dataset
+
+
+def pretrain_dataset(cfg: DictConfig, transform: Optional[Callable], screen: Optional[Screen] = None):
     """solo-learn's pretraining dataset (``data.fraction`` applied: its stratified subset,
-    sklearn, seed 42), ImageFolder trees included."""
+    sklearn, seed 42), ImageFolder trees included; ``screen`` drops or names bad files."""
     from solo.data.pretrain_dataloader import prepare_datasets
 
-    return prepare_datasets(
+    dataset = prepare_datasets(
         solo_dataset_name(cfg.data.dataset, cfg.data.train_path),
         transform,
         train_data_path=cfg.data.train_path,
@@ -57,12 +101,13 @@ def pretrain_dataset(cfg: DictConfig, transform: Optional[Callable]):
         download=bool(cfg.data.get("download", False)),
         data_fraction=cfg.data.fraction,
     )
+    return screened(dataset, "data.train_path", screen)
 
 
-def pretrain_samples(cfg: DictConfig) -> Tuple[list[str], list[int]]:
+def pretrain_samples(cfg: DictConfig, screen: Optional[Screen] = None) -> Tuple[list[str], list[int]]:
     """(image paths, class indexes) of the pretraining set, the very files and order the
     torchvision path's dataset holds; class -1 for unlabelled folders."""
-    dataset = pretrain_dataset(cfg, None)
+    dataset = pretrain_dataset(cfg, None, screen)
     if hasattr(dataset, "samples"):
         return [path for path, _ in dataset.samples], [int(label) for _, label in dataset.samples]
     files = [os.path.join(dataset.root, name) for name in dataset.images]
@@ -92,22 +137,25 @@ def prepare_pretrain_dataloader(cfg: DictConfig, dataset) -> DataLoader:
     )
 
 
-def pretrain_loader(cfg: DictConfig, transform: Callable) -> DataLoader:
+def pretrain_loader(cfg: DictConfig, transform: Callable, screen: Optional[Screen] = None) -> DataLoader:
     """solo-learn's pretraining dataset and loader, ImageFolder trees included.
 
     Batches are ``[indexes, [view_1, ..., view_m], targets]``; ``data.fraction`` takes
     solo-learn's stratified subset (sklearn, seed 42).
     """
-    dataset = pretrain_dataset(cfg, transform)
+    dataset = pretrain_dataset(cfg, transform, screen)
     check_batch_fits(cfg, len(dataset))
     return prepare_pretrain_dataloader(cfg, dataset)
 
 
-def classification_datasets(cfg: DictConfig, t_train: Callable, t_val: Callable, data_fraction: float = -1.0):
-    """solo-learn's labelled (train, val) datasets with the given transforms, ImageFolder aware."""
+def classification_datasets(
+    cfg: DictConfig, t_train: Callable, t_val: Callable, data_fraction: float = -1.0, screen: Optional[Screen] = None
+):
+    """solo-learn's labelled (train, val) datasets with the given transforms, ImageFolder
+    aware; ``screen`` drops or names bad files."""
     from solo.data.classification_dataloader import prepare_datasets
 
-    return prepare_datasets(
+    train_set, val_set = prepare_datasets(
         solo_dataset_name(cfg.data.dataset, cfg.data.train_path),
         t_train,
         t_val,
@@ -117,15 +165,19 @@ def classification_datasets(cfg: DictConfig, t_train: Callable, t_val: Callable,
         download=bool(cfg.data.get("download", False)),
         data_fraction=data_fraction,
     )
+    return screened(train_set, "data.train_path", screen), screened(val_set, "data.val_path", screen)
 
 
-def classification_loaders(cfg: DictConfig, data_fraction: float = -1.0) -> Tuple[DataLoader, DataLoader]:
+def classification_loaders(
+    cfg: DictConfig, data_fraction: float = -1.0, screen: Optional[Screen] = None
+) -> Tuple[DataLoader, DataLoader]:
     """solo-learn's labelled train/val loaders (its per-dataset transforms and loader
     settings), ImageFolder aware, pinning memory only where there is a GPU."""
     import torch
     from solo.data.classification_dataloader import prepare_transforms
 
-    train_set, val_set = classification_datasets(cfg, *prepare_transforms(cfg.data.dataset), data_fraction)
+    transforms = prepare_transforms(cfg.data.dataset)
+    train_set, val_set = classification_datasets(cfg, *transforms, data_fraction, screen)
     common = dict(batch_size=cfg.optimizer.batch_size, num_workers=cfg.data.num_workers)
     pin = torch.cuda.is_available()
     return (
@@ -146,7 +198,7 @@ def stratified_subset(dataset, fraction: float):
     return Subset(dataset, sorted(keep))
 
 
-def pretrain_val_loader(cfg: DictConfig) -> Optional[DataLoader]:
+def pretrain_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Optional[DataLoader]:
     """The online classifier's validation loader, or None when there is no val set;
     ``data.val_fraction`` (in (0, 1)) keeps a stratified share of the validation images,
     for runs where a full validation pass would cost more than the training epoch."""
@@ -157,6 +209,7 @@ def pretrain_val_loader(cfg: DictConfig) -> Optional[DataLoader]:
     from solo.data.classification_dataloader import prepare_transforms
 
     _, val_set = classification_datasets(cfg, *prepare_transforms(cfg.data.dataset))
+    val_set = screened(val_set, "data.val_path", screen)
     fraction = cfg.data.get("val_fraction", -1)
     if fraction not in (None, -1):
         val_set = stratified_subset(val_set, fraction)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 from omegaconf import DictConfig
 
 from mvssl_plugin.data.folders import (
+    Screen,
     check_batch_fits,
     prepare_pretrain_dataloader,
     pretrain_dataset,
@@ -15,12 +16,13 @@ from mvssl_plugin.data.folders import (
 )
 
 
-def build_pretrain_loader(cfg: DictConfig) -> Tuple[Any, int]:
+def build_pretrain_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Tuple[Any, int]:
     """(loader, number of images) for pretraining; batches are solo-learn's
-    ``[indexes, [view_1, ..., view_m], targets]`` whatever the format."""
+    ``[indexes, [view_1, ..., view_m], targets]`` whatever the format. ``screen`` sees the
+    training files before any loader is built (bad files: named or dropped)."""
     data_format = cfg.data.format
     if data_format in ("dali", "memory"):
-        files, targets = pretrain_samples(cfg)
+        files, targets = pretrain_samples(cfg, screen)
         check_batch_fits(cfg, len(files))
         if data_format == "dali":
             from mvssl_plugin.data.dali import pretrain_dali_loader
@@ -36,6 +38,6 @@ def build_pretrain_loader(cfg: DictConfig) -> Tuple[Any, int]:
     transform = pretrain_transform(cfg)
     if cfg.debug_augmentations:
         print("Transforms:", transform, sep="\n")
-    dataset = pretrain_dataset(cfg, transform)
+    dataset = pretrain_dataset(cfg, transform, screen)
     check_batch_fits(cfg, len(dataset))
     return prepare_pretrain_dataloader(cfg, dataset), len(dataset)

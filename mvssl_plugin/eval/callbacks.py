@@ -188,7 +188,7 @@ class RunLog(TrainClock):
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         self._write_launch(trainer, f"failed: {type(exception).__name__}")
 
-    def _write_launch(self, trainer, status: str) -> None:
+    def _write_launch(self, trainer, status: str, epochs_completed: Optional[int] = None) -> None:
         from datetime import datetime, timezone
 
         folder = run_folder(trainer)
@@ -207,7 +207,9 @@ class RunLog(TrainClock):
                 "updated": now,
                 "status": status,
                 "finished": status == "finished",
-                "epochs_completed": trainer.fit_loop.epoch_progress.current.completed,
+                "epochs_completed": (
+                    trainer.fit_loop.epoch_progress.current.completed if epochs_completed is None else epochs_completed
+                ),
                 "train_seconds": round(self.train_seconds, 2),
                 "wall_seconds": round(self.wall_now(), 2),
             }
@@ -234,7 +236,8 @@ class RunLog(TrainClock):
         }
         rows = [r for r in read_csv(path) if int(r["epoch"]) < trainer.current_epoch]
         write_csv(path, rows + [row])
-        self._write_launch(trainer, "running")
+        # Lightning counts the epoch as completed only after this hook: this one is done
+        self._write_launch(trainer, "running", epochs_completed=trainer.current_epoch + 1)
 
 
 class TimeToAccuracy(Callback):

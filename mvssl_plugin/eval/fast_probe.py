@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from mvssl_plugin.data.folders import Screen
 from mvssl_plugin.runs import PROBE, write_json
 
 
@@ -34,13 +35,14 @@ def patch_features(
     return torch.stack([p["backbone"] for p in passes]), passes[0]["labels"]
 
 
-def fast_probe(cfg: DictConfig, backbone: nn.Module) -> dict:
+def fast_probe(cfg: DictConfig, backbone: nn.Module, screen: Optional[Screen] = None) -> dict:
     """The paper's probe on cached features of a checked linear config's backbone.
 
     Features of ``probe.train_patches`` augmented patches per training image (solo-learn's
     linear-eval train transform) and of the test set, plain (its val transform) and as
     ``probe.test_patches`` augmented patches, are computed once; the classifier then
-    trains on them. Returns the results written to ``probe.json``."""
+    trains on them. ``screen`` names or drops unusable image files first. Returns the
+    results written to ``probe.json``."""
     from solo.data.classification_dataloader import prepare_transforms
 
     from mvssl_plugin.data.folders import classification_datasets
@@ -50,8 +52,8 @@ def fast_probe(cfg: DictConfig, backbone: nn.Module) -> dict:
     device = resolve_device(str(cfg.probe.device))
     backbone = backbone.to(device).eval()
     t_train, t_val = prepare_transforms(cfg.data.dataset)
-    augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction)
-    _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction)
+    augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction, screen)
+    _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction, screen)
 
     start = time.perf_counter()
     train_x, train_y = patch_features(backbone, augmented_train, cfg.probe.train_patches, cfg, device, "train patches")

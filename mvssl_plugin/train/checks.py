@@ -7,8 +7,10 @@ adds what needs several of them at once (method + views, linear checkpoint + dat
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Dict, List, Tuple, Type
+from collections.abc import Iterator
+from typing import Callable, Dict, List, Tuple, Type
 
 from omegaconf import DictConfig
 
@@ -21,9 +23,13 @@ from mvssl_plugin.config import (
     select,
     set_crop_counts,
 )
+from mvssl_plugin.config.data import nested_folder_notices
+from mvssl_plugin.config.keys import check_keys
+from mvssl_plugin.data.folders import Screen, eval_keeps_size
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import BUILTIN_BETA_SLOTS, is_multiview
-from mvssl_plugin.runs import incomplete_checkpoints, newest_checkpoint
+from mvssl_plugin.runs import incomplete_checkpoints, is_complete_checkpoint, newest_checkpoint
+from mvssl_plugin.train.resources import check_memory
 
 
 def check_method_and_backbone(cfg: DictConfig, methods: Dict[str, Type], backbones: Dict) -> None:
@@ -58,20 +64,36 @@ def check_builtin_method(cfg: DictConfig) -> List[str]:
     return []
 
 
+@contextlib.contextmanager
+def telling(warnings: List[str]) -> Iterator[None]:
+    """Adds ``warnings`` (unknown keys) to a ConfigError raised inside: a misspelt key often
+    explains the error that follows, and notices are printed only once all checks pass."""
+    try:
+        yield
+    except ConfigError as err:
+        if not warnings:
+            raise
+        raise ConfigError("; ".join([str(err), *warnings])) from None
+
+
 def check_pretrain_cfg(
     cfg: DictConfig, methods: Dict[str, Type], backbones: Dict, optimizers: Tuple[str, ...]
 ) -> List[str]:
     """Validates a pretraining config in place, fills defaults, resolves beta; returns notices."""
     check_method_and_backbone(cfg, methods, backbones)
-    check_data(cfg)
-    check_augmentations(cfg)
-    set_crop_counts(cfg)
-    check_training_keys(cfg, optimizers)
-    notices = check_signals(cfg)
-    if is_multiview(cfg.method):
-        methods[cfg.method].add_and_assert_specific_cfg(cfg)
-    else:
-        notices += check_builtin_method(cfg)
+    key_warnings = check_keys(cfg, "pretrain", methods[cfg.method], plugin_method=is_multiview(cfg.method))
+    with telling(key_warnings):
+        check_data(cfg)
+        notices = key_warnings + nested_folder_notices(cfg)
+        check_augmentations(cfg)
+        set_crop_counts(cfg)
+        check_training_keys(cfg, optimizers)
+        notices += check_signals(cfg)
+        if is_multiview(cfg.method):
+            methods[cfg.method].add_and_assert_specific_cfg(cfg)
+        else:
+            notices += check_builtin_method(cfg)
+        notices += check_memory(cfg)
     return notices
 
 
@@ -99,6 +121,11 @@ def resolve_checkpoint(cfg: DictConfig) -> List[str]:
             f"pretrained_feature_extractor={ckpt!r} is not a file: point it at a pretraining checkpoint "
             "(trained_models/<method>/<run>/*.ckpt) or its run folder"
         )
+    if not is_complete_checkpoint(ckpt):  # before the data and the backbone are built
+        raise ConfigError(
+            f"pretrained_feature_extractor={ckpt!r} is not a complete checkpoint (not a torch zip archive, or "
+            "truncated): point it at a pretraining run folder or one of its .ckpt files"
+        )
     return notices
 
 
@@ -107,9 +134,47 @@ def check_linear_cfg(cfg: DictConfig, backbones: Dict, optimizers: Tuple[str, ..
     backbone = select(cfg, "backbone.name")
     if backbone not in backbones:
         raise ConfigError(f"backbone.name={backbone!r} is unknown: choose one of {sorted(backbones)}")
-    notices = resolve_checkpoint(cfg)
-    check_data(cfg)
-    if select(cfg, "data.val_path") is None:
-        raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")
-    check_training_keys(cfg, optimizers)
+    key_warnings = check_keys(cfg, "linear")
+    with telling(key_warnings):
+        notices = key_warnings + resolve_checkpoint(cfg)
+        check_data(cfg)
+        notices += nested_folder_notices(cfg)
+        if select(cfg, "data.val_path") is None:
+            raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")
+        check_training_keys(cfg, optimizers)
     return notices
+
+
+def file_screen(cfg: DictConfig, notify: Callable[[str], None] = print, pretraining: bool = True) -> Screen:
+    """The check every data path's image files get before training (a header scan, see
+    :mod:`mvssl_plugin.data.scan`): bad files stop the run with their names (DataError,
+    exit 4), or with ``data.skip_bad_files: true`` are left out with a printed count.
+
+    Sizes are checked where a batch needs them: validation images of datasets whose
+    transform does not resize (CIFAR) must share one size; with ``rrc.enabled: false``
+    the torchvision pretraining pipeline only resizes the shorter side, so training
+    images must share one aspect ratio. A data path's answer is kept, so the fast probe's
+    two views of one set are scanned once.
+    """
+    from mvssl_plugin.data.scan import screen_files
+
+    skip = bool(select(cfg, "data.skip_bad_files", False))
+    rrc_off = any(not select(aug, "rrc.enabled", True) for aug in (select(cfg, "augmentations") or []))
+    same_aspect = pretraining and rrc_off and select(cfg, "data.format") == "image_folder"
+    same_size = eval_keeps_size(str(select(cfg, "data.dataset")))
+    answers: Dict[Tuple[str, Tuple[str, ...]], List[str]] = {}
+
+    def screen(key: str, files: List[str]) -> List[str]:
+        seen = (key, tuple(files))
+        if seen not in answers:
+            answers[seen] = screen_files(
+                files,
+                key,
+                skip,
+                notify=lambda text: notify(f"mvssl: {text}"),
+                same_size=same_size and key == "data.val_path",
+                same_aspect=same_aspect and key == "data.train_path",
+            )
+        return answers[seen]
+
+    return screen

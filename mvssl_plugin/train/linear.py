@@ -86,14 +86,16 @@ def linear(cfg: DictConfig):
     from solo.methods.linear import LinearModel
 
     from mvssl_plugin.data.folders import classification_loaders
+    from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.trainer import fit
 
     if cfg.get("probe") is not None:
         from mvssl_plugin.eval.fast_probe import fast_probe
 
         cfg, backbone = checked_backbone(cfg)
-        return fast_probe(cfg, backbone)
+        return fast_probe(cfg, backbone, screen=file_screen(cfg, pretraining=False))
     cfg, backbone = checked_backbone(cfg)
     model = LinearModel(backbone, loss_func=nn.CrossEntropyLoss(), mixup_func=None, cfg=cfg)
-    train_loader, val_loader = classification_loaders(cfg, data_fraction=cfg.data.fraction)
+    screen = file_screen(cfg, pretraining=False)
+    train_loader, val_loader = classification_loaders(cfg, data_fraction=cfg.data.fraction, screen=screen)
     return fit(cfg, model, train_loader, val_loader, "linear")

@@ -48,11 +48,16 @@ def pretrain(cfg: DictConfig):
     """Pretrains the method a composed Hydra config names; returns the fitted Trainer."""
     from mvssl_plugin.data.folders import pretrain_val_loader
     from mvssl_plugin.data.loaders import build_pretrain_loader
+    from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts
     from mvssl_plugin.train.trainer import fit
 
     cfg, model = build_pretrain_model(cfg)
-    train_loader, num_images = build_pretrain_loader(cfg)
+    # every image file's header, before the Trainer exists (all formats); the validation
+    # files first, so both are checked before the in-memory format decodes the training set
+    screen = file_screen(cfg)
+    val_loader = pretrain_val_loader(cfg, screen)
+    train_loader, num_images = build_pretrain_loader(cfg, screen)
     facts = start_facts(cfg, num_images, len(train_loader))
     record_facts(cfg, facts)
-    return fit(cfg, model, train_loader, pretrain_val_loader(cfg), cfg.method, extra_callbacks=[StartBlock(facts)])
+    return fit(cfg, model, train_loader, val_loader, cfg.method, extra_callbacks=[StartBlock(facts)])
