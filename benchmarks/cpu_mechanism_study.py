@@ -4,19 +4,23 @@ small beta (the rule keeps the rank), and more views per image at equal wall-clo
     python benchmarks/cpu_mechanism_study.py --out benchmarks/results/cpu_mechanism [--parts scale pdim views]
 
 Every run is ``main_pretrain.py --config-name mabt_cifar_cpu.yaml`` (width-16 ResNet-18, 10% of
-the CIFAR-10 training JPEGs, batch 128) stopped by Lightning's ``max_time``, so runs are
-compared at equal training wall-clock; then, in this process, the run's checkpoint is loaded
+the CIFAR-10 training JPEGs, batch 128) stopped after a number of optimizer steps
+(Lightning's ``max_steps``). Budgets are in steps, not seconds, so that other work on the
+machine cannot bias a comparison: the views part gives every m the same number of views
+(m x steps constant), which is equal wall-clock up to the per-step overhead, since a step's
+cost grows with the views it forwards; the measured training seconds are recorded beside.
+Then, in this process, the run's checkpoint is loaded
 and its backbone and projector embed the 5,000 training images (the kNN bank, plain val
 transform) and the 10,000 test images: kNN top-1 on the real test split (solo-learn's
 WeightedKNNClassifier, k = 20, cosine, T = 0.07) and RankMe of the test embeddings.
 
 Parts:
-- ``scale``: m = 2, d = 256, beta by the rule, for 30 and 60 s, against the same network at
-  random initialisation: the smallest budget at which pretraining beats random init by more
-  than the seed spread.
+- ``scale``: m = 2, d = 256, beta by the rule, for 20 to 160 steps (``--scale-steps``), against the same
+  network at random initialisation: the smallest budget at which pretraining beats random
+  init by more than the seed spread.
 - ``pdim``: d in {32, 64, 256, 1024}, beta by the rule vs the fixed beta the rule gives at
   d = 8192 (3.3 / 8192), m = 2.
-- ``views``: m in {2, 4, 8}, d = 256, beta by the rule, equal wall-clock.
+- ``views``: m in {2, 4, 8}, d = 256, beta by the rule, the same number of views each.
 
 Each point is run for every ``--seeds``; ``results.csv`` gets one row per run (appended, so
 parts can run in separate calls), ``summary.md`` and the plots are rebuilt from all rows.
@@ -43,12 +47,12 @@ RECIPE = "mabt_cifar_cpu.yaml"
 FIXED_LAMB = 3.3 / 8192  # the rule's beta at d = 8192, m = 2
 
 
-def run_name(part: str, d: int, m: int, beta: str, seconds: int, seed: int) -> str:
-    return f"{part}-d{d}-m{m}-{beta}-{seconds}s-seed{seed}"
+def run_name(part: str, d: int, m: int, beta: str, steps: int, seed: int) -> str:
+    return f"{part}-d{d}-m{m}-{beta}-{steps}steps-seed{seed}"
 
 
-def pretrain(out: Path, name: str, d: int, m: int, beta: str, seconds: int, seed: int) -> Path:
-    """One pretraining run under a wall-clock budget; returns its run folder."""
+def pretrain(out: Path, name: str, d: int, m: int, beta: str, steps: int, seed: int) -> Path:
+    """One pretraining run of ``steps`` optimizer steps; returns its run folder."""
     runs = out / "runs" / name
     overrides = [
         f"data.train_path={DATA / 'train'}",
@@ -57,7 +61,7 @@ def pretrain(out: Path, name: str, d: int, m: int, beta: str, seconds: int, seed
         f"method_kwargs.proj_output_dim={d}",
         f"method_kwargs.lamb={'auto' if beta == 'rule' else FIXED_LAMB}",
         "max_epochs=1000",
-        f"+max_time='00:00:{seconds // 60:02d}:{seconds % 60:02d}'",
+        f"+max_steps={steps}",
         f"seed={seed}",
         f"checkpoint.dir={runs}",
         "auto_resume.enabled=false",
@@ -133,25 +137,26 @@ def trained_facts(folder: Path) -> dict:
     last = rows[-1] if rows else {}
     return {
         "epochs": int(last.get("epoch", -1)) + 1,
-        "steps": int(last.get("step", 0)),
+        "steps_done": int(last.get("step", 0)),
         "train_seconds": float(last.get("train_seconds", 0.0)),
         "final_loss": float(last["train_barlow_loss"]) if "train_barlow_loss" in last else "",
     }
 
 
-def plan(parts: list[str], seeds: list[int], pdim_seconds: int, views_seconds: int) -> list[dict]:
+def plan(parts: list[str], seeds: list[int], pdim_steps: int, views_steps: int, scale_steps: list[int]) -> list[dict]:
+    """The runs of the chosen parts; ``views_steps`` is the m = 2 budget (m = 4, 8 get 1/2, 1/4)."""
     points = []
     if "scale" in parts:
-        for seconds in (30, 60):
-            points += [dict(part="scale", d=256, m=2, beta="rule", seconds=seconds)]
-        points += [dict(part="scale", d=256, m=2, beta="random-init", seconds=0)]
+        points += [dict(part="scale", d=256, m=2, beta="random-init", steps=0)] if 0 in scale_steps else []
+        for steps in [s for s in scale_steps if s > 0]:
+            points += [dict(part="scale", d=256, m=2, beta="rule", steps=steps)]
     if "pdim" in parts:
         for d in (32, 64, 256, 1024):
             for beta in ("rule", "fixed"):
-                points.append(dict(part="pdim", d=d, m=2, beta=beta, seconds=pdim_seconds))
+                points.append(dict(part="pdim", d=d, m=2, beta=beta, steps=pdim_steps))
     if "views" in parts:
         for m in (2, 4, 8):
-            points.append(dict(part="views", d=256, m=m, beta="rule", seconds=views_seconds))
+            points.append(dict(part="views", d=256, m=m, beta="rule", steps=views_steps * 2 // m))
     return [dict(p, seed=seed) for p in points for seed in seeds]
 
 
@@ -164,10 +169,10 @@ def summarize(out: Path) -> None:
     rows = read_csv(out / "results.csv")
     groups = defaultdict(list)
     for row in rows:
-        groups[(row["part"], int(row["d"]), int(row["m"]), row["beta"], int(row["seconds"]))].append(row)
-    columns = ("knn_backbone", "knn_projector", "rank_backbone", "rank_projector", "steps", "epochs")
+        groups[(row["part"], int(row["d"]), int(row["m"]), row["beta"], int(row["steps"]))].append(row)
+    columns = ("knn_backbone", "knn_projector", "rank_backbone", "rank_projector", "train_seconds")
     lines = [
-        "| part | d | m | beta | lamb | s | seeds | " + " | ".join(columns) + " |",
+        "| part | d | m | beta | lamb | steps | seeds | " + " | ".join(columns) + " |",
         "|" + "---|" * (7 + len(columns)),
     ]
     for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], k[3], k[4])):
@@ -211,7 +216,7 @@ def plot(out: Path, groups: dict) -> None:
                 ax.set_xlabel("projector d")
                 ax.set_title(title)
     axes[0].legend()
-    fig.suptitle("CPU scale, m = 2, equal wall-clock: beta by the rule vs fixed 3.3/8192 (min-max over seeds)")
+    fig.suptitle("CPU scale, m = 2, equal steps: beta by the rule vs fixed 3.3/8192 (min-max over seeds)")
     fig.tight_layout()
     fig.savefig(out / "pdim.png", dpi=110)
     plt.close(fig)
@@ -220,7 +225,7 @@ def plot(out: Path, groups: dict) -> None:
     for ax, column, title in (
         (axes[0], "knn_backbone", "kNN top-1 (backbone), %"),
         (axes[1], "rank_projector", "projector RankMe"),
-        (axes[2], "steps", "optimizer steps in the budget"),
+        (axes[2], "train_seconds", "training seconds (measured)"),
     ):
         xs, mean, low, high = series("views", "rule", 2, column)
         if xs:
@@ -229,7 +234,7 @@ def plot(out: Path, groups: dict) -> None:
             ax.set_xlabel("views per image m")
             ax.set_xticks(xs)
             ax.set_title(title)
-    fig.suptitle("CPU scale, d = 256, beta by the rule, equal wall-clock (min-max over seeds)")
+    fig.suptitle("CPU scale, d = 256, beta by the rule, equal number of views (min-max over seeds)")
     fig.tight_layout()
     fig.savefig(out / "views.png", dpi=110)
     plt.close(fig)
@@ -240,8 +245,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "cpu_mechanism")
     parser.add_argument("--parts", nargs="+", default=["scale", "pdim", "views"], choices=["scale", "pdim", "views"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--pdim-seconds", type=int, default=60)
-    parser.add_argument("--views-seconds", type=int, default=90)
+    parser.add_argument("--scale-steps", type=int, nargs="+", default=[0, 20, 40, 80], help="0: random init")
+    parser.add_argument("--pdim-steps", type=int, default=80)
+    parser.add_argument("--views-steps", type=int, default=120, help="the m = 2 budget; m views get 2/m of it")
     parser.add_argument("--summarize-only", action="store_true")
     args = parser.parse_args()
     import logging
@@ -251,18 +257,16 @@ def main() -> None:
     logging.disable(logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.summarize_only:
-        for point in plan(args.parts, args.seeds, args.pdim_seconds, args.views_seconds):
-            name = run_name(point["part"], point["d"], point["m"], point["beta"], point["seconds"], point["seed"])
+        for point in plan(args.parts, args.seeds, args.pdim_steps, args.views_steps, args.scale_steps):
+            name = run_name(point["part"], point["d"], point["m"], point["beta"], point["steps"], point["seed"])
             start = time.perf_counter()
             if point["beta"] == "random-init":
                 model, cfg = random_init(args.out, name, point["d"], point["m"], point["seed"])
-                facts = {"epochs": 0, "steps": 0, "train_seconds": 0.0, "final_loss": ""}
+                facts = {"epochs": 0, "steps_done": 0, "train_seconds": 0.0, "final_loss": ""}
             else:
                 from mvssl_plugin.eval.features import load_pretrained
 
-                folder = pretrain(
-                    args.out, name, point["d"], point["m"], point["beta"], point["seconds"], point["seed"]
-                )
+                folder = pretrain(args.out, name, point["d"], point["m"], point["beta"], point["steps"], point["seed"])
                 model, cfg, _ = load_pretrained(folder)
                 facts = trained_facts(folder)
             row = {
@@ -271,6 +275,7 @@ def main() -> None:
                 **facts,
                 **evaluate(model, cfg),
                 "wall_seconds": round(time.perf_counter() - start, 1),
+                "load_average_1min": round(os.getloadavg()[0], 2),  # other work on the machine, if any
             }
             print(row, flush=True)
             rows = read_csv(args.out / "results.csv") + [row]

@@ -367,7 +367,7 @@ def test_too_large_a_data_set_raises_config_error_before_decoding(tmp_path, monk
         check_fits(memory_bytes_needed(10**7, 4096, 4096), "cpu")
     check_fits(memory_bytes_needed(10, 8, 8), "cpu")
     files = write_images(tmp_path, [(8, 8)] * 3)
-    monkeypatch.setattr(memory, "_available_ram", lambda: 100)
+    monkeypatch.setattr(memory, "available_ram", lambda: 100)
     monkeypatch.setattr(memory, "_decode_one", lambda *args: pytest.fail("decoded before the check"))
     with pytest.raises(ConfigError, match="needs 0.00 GiB"):
         decode_to_uint8(files, None, None, check=lambda shape: check_fits(shape[0] * 3 * shape[2] * shape[3], "cpu"))

@@ -238,14 +238,6 @@ def data_tar(root: Path, dest: Path, fraction: float = 1.0, seed: int = 0) -> tu
     return write_tar(dest, files, compress=True), {"root": root.name, "images": counts, "fraction": fraction}
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(MIB), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def split_into_parts(items: list[dict], out: Path, part_bytes: int) -> dict:
     """Concatenates the items' files into one stream cut into ``part-NNN.bin`` files; returns the manifest.
 

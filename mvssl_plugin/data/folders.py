@@ -122,19 +122,23 @@ def check_batch_fits(cfg: DictConfig, num_images: int) -> None:
         )
 
 
-def prepare_pretrain_dataloader(cfg: DictConfig, dataset) -> DataLoader:
-    """solo-learn's pretraining loader settings (shuffle, drop_last), with pinned memory
-    only where there is a GPU to pin for."""
+def solo_loader(cfg: DictConfig, dataset, train: bool) -> DataLoader:
+    """solo-learn's loader settings (training: shuffled, last batch dropped; evaluation:
+    in order, every image), with pinned memory only where there is a GPU to pin for."""
     import torch
 
     return DataLoader(
         dataset,
         batch_size=cfg.optimizer.batch_size,
-        shuffle=True,
+        shuffle=train,
         num_workers=cfg.data.num_workers,
         pin_memory=torch.cuda.is_available(),
-        drop_last=True,
+        drop_last=train,
     )
+
+
+def prepare_pretrain_dataloader(cfg: DictConfig, dataset) -> DataLoader:
+    return solo_loader(cfg, dataset, train=True)
 
 
 def pretrain_loader(cfg: DictConfig, transform: Callable, screen: Optional[Screen] = None) -> DataLoader:
@@ -172,18 +176,12 @@ def classification_loaders(
     cfg: DictConfig, data_fraction: float = -1.0, screen: Optional[Screen] = None
 ) -> Tuple[DataLoader, DataLoader]:
     """solo-learn's labelled train/val loaders (its per-dataset transforms and loader
-    settings), ImageFolder aware, pinning memory only where there is a GPU."""
-    import torch
+    settings), ImageFolder aware."""
     from solo.data.classification_dataloader import prepare_transforms
 
     transforms = prepare_transforms(cfg.data.dataset)
     train_set, val_set = classification_datasets(cfg, *transforms, data_fraction, screen)
-    common = dict(batch_size=cfg.optimizer.batch_size, num_workers=cfg.data.num_workers)
-    pin = torch.cuda.is_available()
-    return (
-        DataLoader(train_set, shuffle=True, pin_memory=pin, drop_last=True, **common),
-        DataLoader(val_set, shuffle=False, pin_memory=pin, drop_last=False, **common),
-    )
+    return solo_loader(cfg, train_set, train=True), solo_loader(cfg, val_set, train=False)
 
 
 def stratified_subset(dataset, fraction: float):
@@ -202,8 +200,6 @@ def pretrain_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Opt
     """The online classifier's validation loader, or None when there is no val set;
     ``data.val_fraction`` (in (0, 1)) keeps a stratified share of the validation images,
     for runs where a full validation pass would cost more than the training epoch."""
-    import torch
-
     if cfg.data.val_path is None or (cfg.data.dataset == "custom" and cfg.data.no_labels):
         return None
     from solo.data.classification_dataloader import prepare_transforms
@@ -213,11 +209,4 @@ def pretrain_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Opt
     fraction = cfg.data.get("val_fraction", -1)
     if fraction not in (None, -1):
         val_set = stratified_subset(val_set, fraction)
-    return DataLoader(
-        val_set,
-        batch_size=cfg.optimizer.batch_size,
-        shuffle=False,
-        num_workers=cfg.data.num_workers,
-        pin_memory=torch.cuda.is_available(),
-        drop_last=False,
-    )
+    return solo_loader(cfg, val_set, train=False)

@@ -82,6 +82,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.data.views import EpochShards, ViewRecipe, process_group
 from mvssl_plugin.errors import ConfigError, DataError
+from mvssl_plugin.resources import available_ram
 
 log = logging.getLogger(__name__)
 
@@ -101,35 +102,11 @@ def memory_bytes_needed(num_images: int, height: int, width: int) -> int:
     return int(num_images) * 3 * int(height) * int(width)
 
 
-def _available_ram() -> int:
-    """Bytes of RAM this process may still take: MemAvailable (free + reclaimable cache),
-    capped by the cgroup's limit; ``os.sysconf`` free pages where /proc is missing."""
-    available = None
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    if available is None:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
-        if limit != "max":
-            available = min(available, int(limit) - used)
-    except (OSError, ValueError):
-        pass
-    return max(0, available)
-
-
 def _available_bytes(device: torch.device) -> int:
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return int(free)
-    return _available_ram()
+    return available_ram()
 
 
 def _gib(num_bytes: float) -> str:
