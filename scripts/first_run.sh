@@ -19,4 +19,4 @@ else
   exit 2
 fi
 "$PY" main_pretrain.py --config-name mabt_cifar_cpu.yaml "${paths[@]}" "$@"
-"$PY" main_compare.py trained_models/mabt --out comparison --targets 15 20
+"$PY" main_compare.py trained_models/mabt --out comparison --targets 10 12

@@ -49,4 +49,4 @@ if [ "$here" != "$(pwd -P)" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$sta
   pip --no-build-isolation -e ".[$EXTRAS]"
   touch "$stamp"
 fi
-step "ready: $("$PY" -c 'import torch, solo, mvssl_plugin; print("torch", torch.__version__, "| solo-learn", solo.__file__.rsplit("/", 2)[0])')"
+step "ready: $("$PY" -c 'import importlib.metadata as m; print(*(f"{p} {m.version(p)}" for p in ("torch", "solo-learn", "mvssl-plugin")), sep=" | ")')"

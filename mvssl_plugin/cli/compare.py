@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from mvssl_plugin.cli.report import report_errors
+from mvssl_plugin.cli.report import quiet_dependency_warnings, report_errors
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> None:
     from mvssl_plugin.eval.compare import compare, markdown
 
+    quiet_dependency_warnings()
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     result = compare(args.runs, args.out, args.metric, args.targets)
     print(markdown(result["table"]))
