@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.synthetic import tiny_overrides, write_image_folder
@@ -21,8 +22,13 @@ def has_dali() -> bool:
     return importlib.util.find_spec("nvidia") is not None and importlib.util.find_spec("nvidia.dali") is not None
 
 
+NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
+
+
 __all__ = [
+    "NEEDS_DALI",
     "has_dali",
+    "start_entry",
     "REPO",
     "make_image_folder",
     "run_entry",
@@ -30,6 +36,18 @@ __all__ = [
     "tiny_overrides",
     "write_image_folder",
 ]
+
+
+def start_entry(script: str, args: list[str], cwd: Path) -> subprocess.Popen:
+    """Starts ``python <repo>/<script> args...`` in the background (to be killed), output discarded."""
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.Popen(
+        [sys.executable, str(REPO / script), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def run_entry(script: str, args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:

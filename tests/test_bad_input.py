@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import REPO, has_dali, make_image_folder, run_entry, tiny_overrides
+from helpers import NEEDS_DALI, REPO, make_image_folder, run_entry, start_entry, tiny_overrides
 from PIL import Image
 
 from mvssl_plugin.cli.recipes import compose_recipe, list_recipes
@@ -26,7 +26,6 @@ from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.resources import GiB
 from mvssl_plugin.runs import RUN_LOG, is_complete_checkpoint, read_json
 
-NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
 FORMATS = ["image_folder", pytest.param("dali", marks=NEEDS_DALI), "memory"]
 
 
@@ -245,14 +244,7 @@ def test_killed_launch_is_listed_as_running_and_the_resume_is_a_second_entry(tmp
         "test": str(make_image_folder(root / "test")),
     }
     args = pretrain_args(data, tmp_path, max_epochs=3, **{"auto_resume.enabled": True})
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    first = subprocess.Popen(
-        [sys.executable, str(REPO / "main_pretrain.py"), *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    first = start_entry("main_pretrain.py", args, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 120
         while not list(tmp_path.glob("mabt/*/*-ep=0.ckpt")) and time.monotonic() < deadline:

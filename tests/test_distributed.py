@@ -15,7 +15,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from helpers import has_dali
+from helpers import NEEDS_DALI
 
 from mvssl_plugin.losses import multiview_barlow_loss, multiview_vicreg_loss
 
@@ -61,9 +61,6 @@ def test_two_processes_equal_one_process_on_the_whole_batch(name, fn, redundancy
     grads = torch.cat([res[(name, redundancy)][1] for res in distributed_results], dim=1) / WORLD
     relative = (grads - whole.grad).abs().max() / whole.grad.abs().max()
     assert relative <= 1e-5, f"gradient differs by {relative:.2e} (relative to its largest entry)"
-
-
-NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
 
 
 @pytest.mark.parametrize(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import has_dali, run_entry, tiny_overrides
+from helpers import NEEDS_DALI, run_entry, tiny_overrides
 
 from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.train.pretrain import pretrain
 
-NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
 CASES = [
     ("mabt_cifar.yaml", {"data.num_views": 1}, "needs at least 2 views"),
     ("mabt_cifar_multicrop.yaml", {"data.num_small_views": -1}, r"augmentations\[1\].num_crops=-1"),

@@ -8,13 +8,11 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, has_dali, make_image_folder, run_entry, tiny_overrides
+from helpers import NEEDS_DALI, make_image_folder, run_entry, start_entry, tiny_overrides
 
 from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.runs import is_complete_checkpoint
@@ -52,20 +50,10 @@ def wait_for(pattern: str, root: Path, timeout: float = 120) -> Path:
     raise TimeoutError(pattern)
 
 
-NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
-
-
 @pytest.mark.parametrize("data_format", ["image_folder", pytest.param("dali", marks=NEEDS_DALI), "memory"])
 def test_killed_run_resumes_in_the_same_folder_and_continues(data_format, data, tmp_path):
     args = command(data, tmp_path, data_format)
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    first = subprocess.Popen(
-        [sys.executable, str(REPO / "main_pretrain.py"), *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    first = start_entry("main_pretrain.py", args, cwd=tmp_path)
     try:
         wait_for("mabt/*/*-ep=0.ckpt", tmp_path)
         time.sleep(0.3)  # into epoch 1
