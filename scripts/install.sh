@@ -42,7 +42,8 @@ if [ "$(version solo-learn)" != "1.0.6" ]; then
 fi
 
 # the plugin itself (editable) with its extras; pip only fetches what is missing
-here=$("$PY" -c "import mvssl_plugin, pathlib; print(pathlib.Path(mvssl_plugin.__file__).resolve().parents[1])" 2>/dev/null || true)
+# asked from outside the checkout, so that the installed copy answers, not ./mvssl_plugin
+here=$(cd / && "$PY" -c "import mvssl_plugin, pathlib; print(pathlib.Path(mvssl_plugin.__file__).resolve().parents[1])" 2>/dev/null || true)
 stamp=".install-stamp-$(echo "$EXTRAS" | tr , -)"
 if [ "$here" != "$(pwd -P)" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   step "mvssl-plugin (editable) with [$EXTRAS]"
