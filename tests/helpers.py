@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,9 @@ NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not in
 __all__ = [
     "NEEDS_DALI",
     "has_dali",
+    "kill_in_second_epoch",
     "start_entry",
+    "wait_for",
     "REPO",
     "make_image_folder",
     "run_entry",
@@ -48,6 +52,29 @@ def start_entry(script: str, args: list[str], cwd: Path) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def wait_for(pattern: str, root: Path, timeout: float = 120) -> Path:
+    """The first file under ``root`` matching ``pattern``, once one exists (TimeoutError after ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        hits = sorted(root.glob(pattern))
+        if hits:
+            return hits[0]
+        time.sleep(0.02)
+    raise TimeoutError(pattern)
+
+
+def kill_in_second_epoch(args: list[str], cwd: Path, method: str = "mabt") -> None:
+    """Runs ``main_pretrain.py args`` and SIGKILLs it just after its epoch-0 checkpoint lands."""
+    run = start_entry("main_pretrain.py", args, cwd=cwd)
+    try:
+        wait_for(f"{method}/*/*-ep=0.ckpt", cwd)
+        time.sleep(0.3)  # into epoch 1
+        assert run.poll() is None, "the run ended before it could be killed"
+        run.send_signal(signal.SIGKILL)
+    finally:
+        run.wait()
 
 
 def run_entry(script: str, args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -8,15 +8,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import NEEDS_DALI, REPO, make_image_folder, run_entry, start_entry, tiny_overrides
+from helpers import NEEDS_DALI, REPO, kill_in_second_epoch, make_image_folder, run_entry, tiny_overrides
 from PIL import Image
 
 from mvssl_plugin.cli.recipes import compose_recipe, list_recipes
@@ -244,16 +242,7 @@ def test_killed_launch_is_listed_as_running_and_the_resume_is_a_second_entry(tmp
         "test": str(make_image_folder(root / "test")),
     }
     args = pretrain_args(data, tmp_path, max_epochs=3, **{"auto_resume.enabled": True})
-    first = start_entry("main_pretrain.py", args, cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 120
-        while not list(tmp_path.glob("mabt/*/*-ep=0.ckpt")) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.3)  # into epoch 1
-        assert first.poll() is None, "the run ended before it could be killed"
-        first.send_signal(signal.SIGKILL)
-    finally:
-        first.wait()
+    kill_in_second_epoch(args, tmp_path)
     (run_dir,) = (tmp_path / "mabt").iterdir()
     (launch,) = read_json(run_dir / RUN_LOG)["launches"]
     # killed after epoch 0's checkpoint: epoch 1 (or, on a fast machine, 2) was running

@@ -7,12 +7,11 @@ import csv
 import os
 import re
 import shutil
-import signal
 import time
 from pathlib import Path
 
 import pytest
-from helpers import NEEDS_DALI, make_image_folder, run_entry, start_entry, tiny_overrides
+from helpers import NEEDS_DALI, kill_in_second_epoch, make_image_folder, run_entry, tiny_overrides
 
 from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.runs import is_complete_checkpoint
@@ -40,27 +39,10 @@ def command(data, out: Path, data_format: str = "image_folder") -> list[str]:
     return ["--config-name", "mabt_cifar.yaml", *overrides]
 
 
-def wait_for(pattern: str, root: Path, timeout: float = 120) -> Path:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        hits = sorted(root.glob(pattern))
-        if hits:
-            return hits[0]
-        time.sleep(0.02)
-    raise TimeoutError(pattern)
-
-
 @pytest.mark.parametrize("data_format", ["image_folder", pytest.param("dali", marks=NEEDS_DALI), "memory"])
 def test_killed_run_resumes_in_the_same_folder_and_continues(data_format, data, tmp_path):
     args = command(data, tmp_path, data_format)
-    first = start_entry("main_pretrain.py", args, cwd=tmp_path)
-    try:
-        wait_for("mabt/*/*-ep=0.ckpt", tmp_path)
-        time.sleep(0.3)  # into epoch 1
-        assert first.poll() is None, "the run ended before it could be killed"
-        first.send_signal(signal.SIGKILL)
-    finally:
-        first.wait()
+    kill_in_second_epoch(args, tmp_path)
     (run_dir,) = (tmp_path / "mabt").iterdir()
     assert not list(run_dir.glob(f"*-ep={MAX_EPOCHS - 1}.ckpt"))
 
