@@ -9,7 +9,16 @@ data=${CIFAR10_DIR:-../shared/data/cifar10}
 if [ -d "$data/train" ] && [ -d "$data/test" ]; then
   paths=(data.train_path="$data/train" data.val_path="$data/test")
 elif echo "[first run] no CIFAR-10 copy at $data: fetching torchvision's (170 MB) into ./datasets/cifar10" \
-     && "$PY" -c "from torchvision.datasets import CIFAR10 as C; [C('./datasets/cifar10', train=t, download=True) for t in (True, False)]"
+     && "$PY" - <<'PY'
+import sys
+from torchvision.datasets import CIFAR10
+
+try:
+    for train in (True, False):
+        CIFAR10("./datasets/cifar10", train=train, download=True)
+except Exception as err:  # no network, a proxy, a full disk: one line, then the advice below
+    sys.exit(f"[first run] {type(err).__name__}: {err}")
+PY
 then
   paths=(data.train_path=./datasets/cifar10 data.val_path=./datasets/cifar10)
 else
