@@ -51,6 +51,22 @@ def distributed_results(tmp_path_factory):
     return [torch.load(out / f"rank{r}.pt") for r in range(WORLD)]
 
 
+def _exit_worker(rank: int, init_file: str) -> None:
+    from mvssl_plugin.losses.distributed import all_reduce_sum, gather_batch
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    x = torch.randn(4, 8, requires_grad=True)
+    (gather_batch(x).pow(2).sum() + all_reduce_sum(x).sum()).backward()
+    dist.destroy_process_group()
+
+
+def test_processes_exit_cleanly_after_the_collectives(tmp_path):
+    """torch.distributed.nn's collectives made a gloo process abort at exit in about one
+    launch of four (SIGABRT after its work was done); ours must exit 0 every time."""
+    for attempt in range(6):
+        mp.spawn(_exit_worker, args=(str(tmp_path / f"init{attempt}"),), nprocs=WORLD, join=True)
+
+
 @pytest.mark.parametrize("name,fn,redundancy", CASES, ids=[f"{n}-{r}" for n, _, r in CASES])
 def test_two_processes_equal_one_process_on_the_whole_batch(name, fn, redundancy, distributed_results):
     whole = full_batch().requires_grad_()
