@@ -177,6 +177,28 @@ def test_fast_probe_through_main_linear(runs, tiny_cifar, tmp_path):
     assert "mvssl probe: top-1" in result.stdout
 
 
+def test_fast_probe_reads_the_memory_format(runs, tiny_cifar, tmp_path):
+    """data.format=memory: the same files, decoded once (the cache beside each data path)
+    and transformed as solo-learn's linear-eval transforms do, on the probe's device."""
+    overrides = tiny_overrides(
+        tiny_cifar,
+        tmp_path,
+        pretrained_feature_extractor=str(runs["mabt"]),
+        **{"probe.epochs": 20, "probe.test_patches": 2, "probe.train_patches": 2, "probe.device": "cpu"},
+    )
+    overrides = [o for o in overrides if not o.startswith(("method_kwargs", "auto_resume", "data.format"))]
+    cache = tmp_path / "cache"
+    args = ["--config-name", "probe_cifar.yaml", *overrides, "data.format=memory", f"++memory.cache_dir={cache}"]
+    result = run_entry("main_linear.py", args, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads((runs["mabt"] / "probe.json").read_text())
+    assert report["data_format"] == "memory"
+    assert report["train_images"] == 24 and report["test_images"] == 12 and report["train_features"] == 48
+    assert 0 <= report["acc1"] <= 100 and 0 <= report["acc1_2patches"] <= 100
+    assert len(list(cache.glob("*.npy"))) == 2  # train and test sets, read back by the next probe
+    assert "reads its images with torchvision" not in result.stdout
+
+
 def test_probe_rejects_bad_keys(runs, tiny_cifar, tmp_path):
     overrides = tiny_overrides(
         tiny_cifar, tmp_path, pretrained_feature_extractor=str(runs["mabt"]), **{"probe.epochs": 0}

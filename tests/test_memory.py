@@ -395,3 +395,56 @@ def test_pretrain_memory_loader_from_a_config(tmp_path):
     assert len(views) == 2 and tuple(views[0].shape) == (4, 3, 32, 32)
     assert len(list((tmp_path / "data" / ".mvssl_cache").glob("*.npy"))) == 1  # beside train/, not inside
     assert not (train / ".mvssl_cache").exists()
+
+
+# ---- the fast probe's feature pass ------------------------------------------------------
+
+
+def test_probe_recipe_is_read_off_solo_learns_linear_eval_transforms():
+    recipe, size = memory.probe_recipes("cifar10")
+    assert size == recipe.crop_size == 32 and recipe.rrc and recipe.scale == (0.08, 1.0)
+    assert recipe.flip_prob == 0.5 and recipe.jitter_prob == recipe.grayscale_prob == 0.0
+    assert recipe.mean == (0.4914, 0.4822, 0.4465) and recipe.std == (0.247, 0.243, 0.261)
+    assert memory.probe_recipes("stl10")[1] == 96
+    with pytest.raises(ConfigError, match="use data.format=image_folder"):
+        memory.probe_recipes("imagenet100")  # Resize(256) + CenterCrop(224): not a plain pass
+
+
+def test_probe_loader_plain_pass_is_solo_learns_val_transform_and_augmented_passes_differ():
+    from solo.data.classification_dataloader import prepare_transforms
+
+    recipe, _ = memory.probe_recipes("cifar10")
+    images = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (10, 3, 32, 32), dtype=np.uint8))
+    _, t_val = prepare_transforms("cifar10")
+    expected = torch.stack([t_val(Image.fromarray(image.permute(1, 2, 0).numpy())) for image in images])
+
+    plain = memory.MemoryEvalLoader(images, list(range(10)), recipe, augment=False, batch_size=4)
+    assert len(plain) == 3
+    x = torch.cat([batch for batch, _ in plain])
+    labels = torch.cat([label for _, label in plain])
+    torch.testing.assert_close(x, expected, rtol=0, atol=1e-6)
+    assert labels.tolist() == list(range(10))
+
+    augmented = memory.MemoryEvalLoader(images, list(range(10)), recipe, augment=True, batch_size=4, seed=5)
+    first, second = (torch.cat([batch for batch, _ in augmented]) for _ in range(2))
+    assert first.shape == expected.shape and not torch.equal(first, second), "each pass draws new patches"
+    again = memory.MemoryEvalLoader(images, list(range(10)), recipe, augment=True, batch_size=4, seed=5)
+    torch.testing.assert_close(torch.cat([batch for batch, _ in again]), first, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="the recipe wants 32 px"):
+        memory.MemoryEvalLoader(images[..., :16, :16], list(range(10)), recipe, augment=False)
+
+
+def test_linear_evaluation_says_which_pipeline_reads_its_images():
+    from mvssl_plugin.train.checks import check_eval_format
+
+    def cfg(data_format: str, probe: bool, dataset: str = "cifar10"):
+        return OmegaConf.create({"data": {"format": data_format, "dataset": dataset}, "probe": {} if probe else None})
+
+    assert check_eval_format(cfg("memory", probe=True)) == []
+    assert check_eval_format(cfg("image_folder", probe=False)) == []
+    (notice,) = check_eval_format(cfg("memory", probe=False))
+    assert "solo-learn's linear evaluation reads its images with torchvision" in notice
+    (notice,) = check_eval_format(cfg("dali", probe=True))
+    assert "the fast probe reads its images with torchvision; dali serves pretraining" in notice
+    with pytest.raises(ConfigError, match="the in-memory probe serves cifar10, cifar100 and stl10"):
+        check_eval_format(cfg("memory", probe=True, dataset="imagenet100"))

@@ -691,3 +691,129 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
         shard=not view_parallel,
         world_size=world,
     )
+
+
+# ----------------------------------------------------------------------------------------
+# The fast probe's feature pass.
+
+
+def probe_recipes(dataset: str) -> Tuple[ViewRecipe, int]:
+    """(augmented recipe, image size) of solo-learn's linear-evaluation transforms for
+    ``dataset``, read off the transform objects solo-learn builds (its train transform:
+    random resized crop + flip + normalize; its val transform: normalize, at most a resize
+    to the same square size). Raises ConfigError where the val transform does more (the
+    ImageNet pipeline's resize of the shorter side + centre crop): use image_folder there."""
+    from solo.data.classification_dataloader import prepare_transforms
+    from torchvision import transforms as T
+
+    t_train, t_val = prepare_transforms(dataset)
+    train_steps = {type(step): step for step in t_train.transforms}
+    rrc, norm = train_steps.get(T.RandomResizedCrop), train_steps.get(T.Normalize)
+    size = int(rrc.size[0]) if rrc is not None else None
+    square = ((size, size), [size, size])
+    plain_ok = all(
+        isinstance(step, (T.ToTensor, T.Normalize)) or (isinstance(step, T.Resize) and step.size in square)
+        for step in t_val.transforms
+    )
+    known = {T.RandomResizedCrop, T.RandomHorizontalFlip, T.ToTensor, T.Normalize}
+    if rrc is None or norm is None or not plain_ok or set(train_steps) - known:
+        raise ConfigError(
+            f"data.format=memory in the fast probe: solo-learn's {dataset} evaluation transforms resize or crop "
+            "the test images; the in-memory probe serves cifar10, cifar100 and stl10: use data.format=image_folder"
+        )
+    flip = train_steps.get(T.RandomHorizontalFlip)
+    recipe = ViewRecipe(
+        crop_size=size,
+        num_crops=1,
+        rrc=True,
+        scale=(float(rrc.scale[0]), float(rrc.scale[1])),
+        jitter_prob=0.0,
+        brightness=0.0,
+        contrast=0.0,
+        saturation=0.0,
+        hue=0.0,
+        grayscale_prob=0.0,
+        blur_prob=0.0,
+        solarization_prob=0.0,
+        equalization_prob=0.0,
+        flip_prob=float(flip.p) if flip is not None else 0.0,
+        mean=tuple(float(v) for v in norm.mean),
+        std=tuple(float(v) for v in norm.std),
+    )
+    return recipe, size
+
+
+class MemoryEvalLoader:
+    """``(images (B, 3, S, S) float, labels (B,))`` batches of a decoded labelled set, in
+    its order, on the images' device: each image as solo-learn's linear-evaluation train
+    transform makes it (``augment=True``: random resized crop + flip + normalize, new
+    draws on every pass) or as its val transform does (normalized only).
+
+    Pass ``p`` draws from seed (seed, p, 0, batch) (:func:`step_seed`), so a probe is
+    reproducible and its passes differ."""
+
+    def __init__(
+        self,
+        images: torch.Tensor,
+        labels: Sequence[int] | torch.Tensor,
+        recipe: ViewRecipe,
+        augment: bool,
+        batch_size: int = 256,
+        seed: int = 0,
+    ) -> None:
+        if images.shape[-2:] != (recipe.crop_size, recipe.crop_size):
+            raise ValueError(f"images are {tuple(images.shape[-2:])}, the recipe wants {recipe.crop_size} px")
+        self.images = images
+        self.labels = torch.as_tensor(labels, dtype=torch.long).cpu()
+        self.augment = BatchAugment(recipe) if augment else None
+        self.recipe = recipe
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.passes = 0
+
+    def __len__(self) -> int:
+        return -(-len(self.images) // self.batch_size)
+
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        mean = torch.tensor(self.recipe.mean, device=self.images.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.recipe.std, device=self.images.device).view(1, 3, 1, 1)
+        this_pass, self.passes = self.passes, self.passes + 1
+        for step, first in enumerate(range(0, len(self.images), self.batch_size)):
+            batch = self.images[first : first + self.batch_size]
+            if self.augment is None:
+                x = batch.float().div_(255.0).sub_(mean).div_(std)
+            else:
+                (x,) = seeded_views([(self.augment, 1)], batch, step_seed(self.seed, this_pass, 0, step))
+            yield x, self.labels[first : first + self.batch_size]
+
+
+def probe_memory_loaders(
+    cfg: DictConfig, train_set, test_set, device: torch.device
+) -> Tuple[MemoryEvalLoader, MemoryEvalLoader, MemoryEvalLoader]:
+    """(augmented train, plain test, augmented test) loaders of the fast probe with
+    ``data.format: memory``: the files of solo-learn's datasets (the same fraction and
+    screened files as the image_folder path), decoded once at the evaluation size (cached
+    beside each data path, or in ``memory.cache_dir``) and placed on ``device``."""
+    from mvssl_plugin.data.folders import dataset_files
+
+    recipe, size = probe_recipes(str(cfg.data.dataset))
+    cache_dir = OmegaConf.select(cfg, "memory.cache_dir", default=None)
+
+    def fits(shape: Tuple[int, int, int, int]) -> None:
+        check_fits(memory_bytes_needed(shape[0], shape[2], shape[3]), device)
+
+    decoded = []
+    for key, dataset in (("data.train_path", train_set), ("data.val_path", test_set)):
+        files = dataset_files(dataset)
+        if files is None:
+            raise ConfigError(f"{key}: data.format=memory reads ImageFolder trees: use data.format=image_folder")
+        cache = Path(cache_dir) if cache_dir else default_cache_dir(OmegaConf.select(cfg, key))
+        images = decode_to_uint8(files, size, cache, check=fits)
+        decoded.append((images.to(device), list(dataset.targets)))
+    (train_x, train_y), (test_x, test_y) = decoded
+    seed = int(cfg.seed)
+    return (
+        MemoryEvalLoader(train_x, train_y, recipe, augment=True, seed=seed),
+        MemoryEvalLoader(test_x, test_y, recipe, augment=False, seed=seed),
+        MemoryEvalLoader(test_x, test_y, recipe, augment=True, seed=seed + 1),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Iterable, Optional, Tuple
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -16,23 +16,44 @@ from mvssl_plugin.runs import PROBE, write_json
 
 
 def patch_features(
-    backbone: nn.Module, dataset, patches: int, cfg: DictConfig, device, desc: str
+    backbone: nn.Module, loader: Iterable, patches: int, device, desc: str
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(patches, N, F)`` backbone features and ``(N,)`` labels; each pass over the
-    dataset draws new patches."""
-    from torch.utils.data import DataLoader
-
+    """``(patches, N, F)`` backbone features and ``(N,)`` labels; each pass over
+    ``loader`` (batches of images and labels) draws new patches."""
     from mvssl_plugin.eval.features import extract_features
 
     def forward(images):
         return {"feats": backbone(images)}
 
-    loader = DataLoader(dataset, batch_size=256, shuffle=False, num_workers=cfg.data.num_workers)
     passes = [
         extract_features(forward, loader, device, desc=f"{desc} {p + 1}/{patches}" if patches > 1 else desc)
         for p in range(patches)
     ]
     return torch.stack([p["backbone"] for p in passes]), passes[0]["labels"]
+
+
+def probe_loaders(
+    cfg: DictConfig, device: torch.device, screen: Optional[Screen]
+) -> Tuple[Iterable, Iterable, Iterable]:
+    """(augmented train, plain test, augmented test) batches: solo-learn's linear-eval
+    transforms through torchvision workers, or, with ``data.format: memory``, the same
+    files decoded once and transformed on ``device`` (:mod:`mvssl_plugin.data.memory`)."""
+    from solo.data.classification_dataloader import prepare_transforms
+    from torch.utils.data import DataLoader
+
+    from mvssl_plugin.data.folders import classification_datasets
+
+    t_train, t_val = prepare_transforms(cfg.data.dataset)
+    augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction, screen)
+    if cfg.data.format == "memory":
+        from mvssl_plugin.data.memory import probe_memory_loaders
+
+        return probe_memory_loaders(cfg, augmented_train, augmented_test, device)
+    _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction, screen)
+    return tuple(
+        DataLoader(dataset, batch_size=256, shuffle=False, num_workers=cfg.data.num_workers)
+        for dataset in (augmented_train, plain_test, augmented_test)
+    )
 
 
 def fast_probe(cfg: DictConfig, backbone: nn.Module, screen: Optional[Screen] = None) -> dict:
@@ -43,22 +64,16 @@ def fast_probe(cfg: DictConfig, backbone: nn.Module, screen: Optional[Screen] = 
     ``probe.test_patches`` augmented patches, are computed once; the classifier then
     trains on them. ``screen`` names or drops unusable image files first. Returns the
     results written to ``probe.json``."""
-    from solo.data.classification_dataloader import prepare_transforms
-
-    from mvssl_plugin.data.folders import classification_datasets
     from mvssl_plugin.eval.features import resolve_device
     from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe
 
     device = resolve_device(str(cfg.probe.device))
     backbone = backbone.to(device).eval()
-    t_train, t_val = prepare_transforms(cfg.data.dataset)
-    augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction, screen)
-    _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction, screen)
-
     start = time.perf_counter()
-    train_x, train_y = patch_features(backbone, augmented_train, cfg.probe.train_patches, cfg, device, "train patches")
-    plain_x, test_y = patch_features(backbone, plain_test, 1, cfg, device, "test images")
-    patch_x, _ = patch_features(backbone, augmented_test, cfg.probe.test_patches, cfg, device, "test patches")
+    augmented_train, plain_test, augmented_test = probe_loaders(cfg, device, screen)
+    train_x, train_y = patch_features(backbone, augmented_train, cfg.probe.train_patches, device, "train patches")
+    plain_x, test_y = patch_features(backbone, plain_test, 1, device, "test images")
+    patch_x, _ = patch_features(backbone, augmented_test, cfg.probe.test_patches, device, "test patches")
     features_s = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -90,6 +105,7 @@ def fast_probe(cfg: DictConfig, backbone: nn.Module, screen: Optional[Screen] = 
         "features_seconds": round(features_s, 2),
         "probe_seconds": round(probe_s, 2),
         "device": str(device),
+        "data_format": str(cfg.data.format),
         "probe": OmegaConf.to_container(cfg.probe),
     }
     out = write_json(Path(cfg.pretrained_feature_extractor).parent / PROBE, results)

@@ -142,7 +142,25 @@ def check_linear_cfg(cfg: DictConfig, backbones: Dict, optimizers: Tuple[str, ..
         if select(cfg, "data.val_path") is None:
             raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")
         check_training_keys(cfg, optimizers)
+        notices += check_eval_format(cfg)
     return notices
+
+
+def check_eval_format(cfg: DictConfig) -> List[str]:
+    """Which pipeline reads a linear evaluation's images: the fast probe reads with
+    ``memory`` (CIFAR and STL-10 sizes only, checked here) or torchvision; solo-learn's
+    full linear evaluation always reads with torchvision, which a notice says."""
+    data_format = select(cfg, "data.format")
+    if data_format == "memory" and select(cfg, "probe") is not None:
+        from mvssl_plugin.data.memory import probe_recipes
+
+        probe_recipes(str(select(cfg, "data.dataset")))
+        return []
+    if data_format in ("memory", "dali"):
+        what = "the fast probe" if select(cfg, "probe") is not None else "solo-learn's linear evaluation"
+        serves = "pretraining and the fast probe" if data_format == "memory" else "pretraining"
+        return [f"data.format={data_format}: {what} reads its images with torchvision; {data_format} serves {serves}"]
+    return []
 
 
 def file_screen(cfg: DictConfig, notify: Callable[[str], None] = print, pretraining: bool = True) -> Screen:
