@@ -448,3 +448,39 @@ def test_linear_evaluation_says_which_pipeline_reads_its_images():
     assert "the fast probe reads its images with torchvision; dali serves pretraining" in notice
     with pytest.raises(ConfigError, match="the in-memory probe serves cifar10, cifar100 and stl10"):
         check_eval_format(cfg("memory", probe=True, dataset="imagenet100"))
+
+
+def test_probe_memory_loaders_keep_the_files_and_labels_of_the_torchvision_path(tmp_path):
+    """With data.fraction, solo-learn subsets ImageFolder's samples but not its targets: the
+    memory probe must pair each decoded image with its own label, as torchvision's does."""
+    from solo.data.classification_dataloader import prepare_transforms
+
+    from mvssl_plugin.data.folders import classification_datasets
+
+    for split in ("train", "test"):
+        for label in range(3):
+            write_images(tmp_path / split / f"class_{label}", [(32, 32)] * 6, seed=10 * label + len(split))
+    cfg = OmegaConf.create(
+        {
+            "data": {
+                "dataset": "cifar10", "train_path": str(tmp_path / "train"), "val_path": str(tmp_path / "test"),
+                "format": "memory", "fraction": 0.5,
+            },
+            "memory": {"cache_dir": str(tmp_path / "cache")},
+            "seed": 0,
+        }
+    )  # fmt: skip
+    t_train, t_val = prepare_transforms("cifar10")
+    train_set, test_set = classification_datasets(cfg, t_train, t_train, cfg.data.fraction)
+    _, plain_set = classification_datasets(cfg, t_val, t_val, cfg.data.fraction)
+    train, plain, patches = memory.probe_memory_loaders(cfg, train_set, test_set, torch.device("cpu"))
+
+    expected_train = [plain_set.loader(path) for path, _ in train_set.samples]  # PIL images, subset order
+    assert len(train.images) == 9 and len(plain.images) == 18
+    assert torch.cat([y for _, y in train]).tolist() == [label for _, label in train_set.samples]
+    assert sorted(torch.cat([y for _, y in train]).tolist()) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    for image, pil in zip(train.images, expected_train):
+        assert torch.equal(image.permute(1, 2, 0), torch.from_numpy(np.asarray(pil)))
+    plain_x = torch.cat([x for x, _ in plain])
+    torch.testing.assert_close(plain_x, torch.stack([plain_set[i][0] for i in range(18)]), rtol=0, atol=1e-6)
+    assert torch.cat([y for _, y in patches]).tolist() == [plain_set[i][1] for i in range(18)]

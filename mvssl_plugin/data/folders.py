@@ -64,6 +64,14 @@ def dataset_files(dataset) -> Optional[List[str]]:
     return None
 
 
+def dataset_labels(dataset) -> Optional[List[int]]:
+    """Labels in :func:`dataset_files` order, read from ImageFolder's ``samples``: solo-learn's
+    ``data_fraction`` subsets ``samples`` but leaves ``targets`` whole. None without samples."""
+    if hasattr(dataset, "samples"):
+        return [int(label) for _, label in dataset.samples]
+    return None
+
+
 def keep_files(dataset, files: List[str]) -> None:
     """Restricts a dataset of :func:`dataset_files` to ``files`` (kept in its order)."""
     keep = set(files)

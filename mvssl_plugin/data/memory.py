@@ -765,6 +765,8 @@ class MemoryEvalLoader:
             raise ValueError(f"images are {tuple(images.shape[-2:])}, the recipe wants {recipe.crop_size} px")
         self.images = images
         self.labels = torch.as_tensor(labels, dtype=torch.long).cpu()
+        if len(self.labels) != len(images):
+            raise ValueError(f"{len(images)} images but {len(self.labels)} labels")
         self.augment = BatchAugment(recipe) if augment else None
         self.recipe = recipe
         self.batch_size = int(batch_size)
@@ -794,7 +796,7 @@ def probe_memory_loaders(
     ``data.format: memory``: the files of solo-learn's datasets (the same fraction and
     screened files as the image_folder path), decoded once at the evaluation size (cached
     beside each data path, or in ``memory.cache_dir``) and placed on ``device``."""
-    from mvssl_plugin.data.folders import dataset_files
+    from mvssl_plugin.data.folders import dataset_files, dataset_labels
 
     recipe, size = probe_recipes(str(cfg.data.dataset))
     cache_dir = OmegaConf.select(cfg, "memory.cache_dir", default=None)
@@ -804,12 +806,12 @@ def probe_memory_loaders(
 
     decoded = []
     for key, dataset in (("data.train_path", train_set), ("data.val_path", test_set)):
-        files = dataset_files(dataset)
-        if files is None:
+        files, labels = dataset_files(dataset), dataset_labels(dataset)
+        if files is None or labels is None:
             raise ConfigError(f"{key}: data.format=memory reads ImageFolder trees: use data.format=image_folder")
         cache = Path(cache_dir) if cache_dir else default_cache_dir(OmegaConf.select(cfg, key))
         images = decode_to_uint8(files, size, cache, check=fits)
-        decoded.append((images.to(device), list(dataset.targets)))
+        decoded.append((images.to(device), labels))
     (train_x, train_y), (test_x, test_y) = decoded
     seed = int(cfg.seed)
     return (
