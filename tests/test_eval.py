@@ -140,6 +140,7 @@ def test_offline_knn_on_the_cpu_with_solo_learns_flags(runs, tiny_cifar, tmp_pat
     ]  # fmt: skip
     result = run_entry("main_knn.py", args, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "scheduler_interval" not in result.stderr, "solo-learn's resume caution: an evaluation resumes nothing"
     rows = read_rows(runs["mabt"] / "knn.csv")
     assert len(rows) == 2 * 2 * 2  # feature x k x (cosine with one T, euclidean)
     assert {(r["feature"], r["distance"]) for r in rows} == {

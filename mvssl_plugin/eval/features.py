@@ -7,6 +7,9 @@ a partial load would evaluate a half-random network without a word).
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple
 
@@ -29,7 +32,8 @@ def load_pretrained(path: str | Path) -> Tuple[nn.Module, OmegaConf, Path]:
     methods = register()
     if cfg.method not in methods:
         raise ConfigError(f"{args_path}: method {cfg.method!r} is not registered in this solo-learn")
-    model = methods[cfg.method](cfg)
+    with _without_resume_caution():
+        model = methods[cfg.method](cfg)
     try:
         state = torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
     except Exception as err:  # a zip archive that is not a Lightning checkpoint
@@ -38,6 +42,25 @@ def load_pretrained(path: str | Path) -> Tuple[nn.Module, OmegaConf, Path]:
     if missing or unexpected:
         raise ConfigError(f"{ckpt}: weights do not fit the method args.json describes (missing {missing[:3]})")
     return model.eval(), cfg, ckpt
+
+
+class _ResumeCaution(logging.Filter):
+    """solo-learn's methods log "Using scheduler_interval=step might generate issues when
+    resuming a checkpoint" when built; an evaluation builds one and resumes nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Using scheduler_interval=")
+
+
+@contextlib.contextmanager
+def _without_resume_caution() -> Iterator[None]:
+    caution = _ResumeCaution()
+    root = logging.getLogger()
+    root.addFilter(caution)
+    try:
+        yield
+    finally:
+        root.removeFilter(caution)
 
 
 def resolve_device(device: str) -> torch.device:
