@@ -484,3 +484,42 @@ def test_probe_memory_loaders_keep_the_files_and_labels_of_the_torchvision_path(
     plain_x = torch.cat([x for x, _ in plain])
     torch.testing.assert_close(plain_x, torch.stack([plain_set[i][0] for i in range(18)]), rtol=0, atol=1e-6)
     assert torch.cat([y for _, y in patches]).tolist() == [plain_set[i][1] for i in range(18)]
+
+
+def test_online_validation_in_memory_is_solo_learns_val_loader(tmp_path, monkeypatch):
+    """Pretraining's online validation with data.format=memory: the batches of solo-learn's
+    val loader (same images, order, labels and normalization; data.val_fraction's subset),
+    and under DDP each process takes its share."""
+    from mvssl_plugin.data.loaders import build_val_loader
+
+    for label in range(3):
+        write_images(tmp_path / "test" / f"class_{label}", [(32, 32)] * 8, seed=label)
+        write_images(tmp_path / "train" / f"class_{label}", [(32, 32)] * 2, seed=9)
+
+    def cfg(data_format: str):
+        return OmegaConf.create(
+            {
+                "data": {
+                    "dataset": "cifar10", "train_path": str(tmp_path / "train"), "val_path": str(tmp_path / "test"),
+                    "format": data_format, "val_fraction": 0.5, "num_workers": 0, "no_labels": False,
+                },
+                "memory": {"cache_dir": str(tmp_path / "cache")},
+                "optimizer": {"batch_size": 5},
+                "accelerator": "cpu",
+            }
+        )  # fmt: skip
+
+    solo = build_val_loader(cfg("image_folder"))
+    ours = build_val_loader(cfg("memory"))
+    assert isinstance(ours, memory.MemoryEvalLoader) and len(ours) == len(solo) == 3
+    solo_x, solo_y = (torch.cat(part) for part in zip(*solo))
+    ours_x, ours_y = (torch.cat(part) for part in zip(*ours))
+    assert len(solo_y) == 12 and torch.equal(ours_y, solo_y)
+    torch.testing.assert_close(ours_x, solo_x, rtol=0, atol=1e-6)
+
+    shares = []
+    for rank in range(2):
+        monkeypatch.setattr(memory, "process_group", lambda rank=rank: (rank, 2))
+        assert len(ours) == 2
+        shares.append(torch.cat([y for _, y in ours]))
+    assert torch.equal(torch.stack(shares, 1).flatten(), solo_y)  # rank r takes rows r, r + 2, ...

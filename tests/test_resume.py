@@ -74,6 +74,8 @@ def test_killed_run_resumes_in_the_same_folder_and_continues(data_format, data, 
     assert sorted(resumed_curve) == list(range(start, MAX_EPOCHS))
     for epoch, loss in resumed_curve.items():
         assert loss == pytest.approx(reference_curve[epoch], rel=1e-3), (epoch, resumed_curve, reference_curve)
+    if data_format == "memory":  # the training and the validation images, each decoded once, cached
+        assert len(list((Path(data["train"]).parent / ".mvssl_cache").glob("*.npy"))) == 2
 
 
 def epoch_losses(stdout: str) -> dict[int, float]:

@@ -204,10 +204,11 @@ def stratified_subset(dataset, fraction: float):
     return Subset(dataset, sorted(keep))
 
 
-def pretrain_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Optional[DataLoader]:
-    """The online classifier's validation loader, or None when there is no val set;
-    ``data.val_fraction`` (in (0, 1)) keeps a stratified share of the validation images,
-    for runs where a full validation pass would cost more than the training epoch."""
+def pretrain_val_set(cfg: DictConfig, screen: Optional[Screen] = None):
+    """The online classifier's validation set (solo-learn's val transform), or None when
+    there is no val set; ``data.val_fraction`` (in (0, 1)) keeps a stratified share of the
+    validation images, for runs where a full validation pass would cost more than the
+    training epoch."""
     if cfg.data.val_path is None or (cfg.data.dataset == "custom" and cfg.data.no_labels):
         return None
     from solo.data.classification_dataloader import prepare_transforms
@@ -217,4 +218,4 @@ def pretrain_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Opt
     fraction = cfg.data.get("val_fraction", -1)
     if fraction not in (None, -1):
         val_set = stratified_subset(val_set, fraction)
-    return solo_loader(cfg, val_set, train=False)
+    return val_set

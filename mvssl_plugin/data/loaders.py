@@ -1,4 +1,4 @@
-"""The pretraining loader a config's ``data.format`` asks for, one entry for all formats."""
+"""The pretraining loaders a config's ``data.format`` asks for, one entry for all formats."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from mvssl_plugin.data.folders import (
     pretrain_dataset,
     pretrain_samples,
     pretrain_transform,
+    pretrain_val_set,
+    solo_loader,
 )
 
 
@@ -41,3 +43,19 @@ def build_pretrain_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> T
     dataset = pretrain_dataset(cfg, transform, screen)
     check_batch_fits(cfg, len(dataset))
     return prepare_pretrain_dataloader(cfg, dataset), len(dataset)
+
+
+def build_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Optional[Any]:
+    """The online classifier's validation batches ``(images, labels)``, or None without a
+    val set: with ``data.format: memory`` (CIFAR and STL-10 sizes) decoded once and
+    normalized on the training device, else solo-learn's torchvision loader (DALI
+    included: its validation pass is solo-learn's)."""
+    val_set = pretrain_val_set(cfg, screen)
+    if val_set is None:
+        return None
+    if cfg.data.format == "memory":
+        from mvssl_plugin.data.memory import MEMORY_EVAL_DATASETS, val_memory_loader
+
+        if cfg.data.dataset in MEMORY_EVAL_DATASETS:
+            return val_memory_loader(cfg, val_set)
+    return solo_loader(cfg, val_set, train=False)

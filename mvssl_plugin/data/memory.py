@@ -745,12 +745,15 @@ def probe_recipes(dataset: str) -> Tuple[ViewRecipe, int]:
 
 class MemoryEvalLoader:
     """``(images (B, 3, S, S) float, labels (B,))`` batches of a decoded labelled set, in
-    its order, on the images' device: each image as solo-learn's linear-evaluation train
-    transform makes it (``augment=True``: random resized crop + flip + normalize, new
-    draws on every pass) or as its val transform does (normalized only).
+    its order: each image as solo-learn's linear-evaluation train transform makes it
+    (``augment=True``: random resized crop + flip + normalize, new draws on every pass) or
+    as its val transform does (normalized only).
 
     Pass ``p`` draws from seed (seed, p, 0, batch) (:func:`step_seed`), so a probe is
-    reproducible and its passes differ."""
+    reproducible and its passes differ. ``device``: where the images move before the first
+    batch (a bare ``cuda``: the process's current GPU then), None to keep them where they
+    are. ``shard``: each process of a torch.distributed job takes every world-th image from
+    its rank on (pretraining's online validation under DDP)."""
 
     def __init__(
         self,
@@ -760,6 +763,8 @@ class MemoryEvalLoader:
         augment: bool,
         batch_size: int = 256,
         seed: int = 0,
+        device: Optional[str | torch.device] = None,
+        shard: bool = False,
     ) -> None:
         if images.shape[-2:] != (recipe.crop_size, recipe.crop_size):
             raise ValueError(f"images are {tuple(images.shape[-2:])}, the recipe wants {recipe.crop_size} px")
@@ -771,22 +776,52 @@ class MemoryEvalLoader:
         self.recipe = recipe
         self.batch_size = int(batch_size)
         self.seed = int(seed)
+        self.device = device
+        self.shard = shard
         self.passes = 0
 
+    def _rows(self) -> slice:
+        rank, world = process_group() if self.shard else (0, 1)
+        return slice(rank, None, world)
+
     def __len__(self) -> int:
-        return -(-len(self.images) // self.batch_size)
+        return -(-len(self.labels[self._rows()]) // self.batch_size)
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
-        mean = torch.tensor(self.recipe.mean, device=self.images.device).view(1, 3, 1, 1)
-        std = torch.tensor(self.recipe.std, device=self.images.device).view(1, 3, 1, 1)
+        if self.device is not None:
+            target = _resolve_device(self.device)
+            if self.images.device != target:
+                self.images = self.images.to(target)
+        rows = self._rows()
+        images, labels = self.images[rows], self.labels[rows]
+        mean = torch.tensor(self.recipe.mean, device=images.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.recipe.std, device=images.device).view(1, 3, 1, 1)
         this_pass, self.passes = self.passes, self.passes + 1
-        for step, first in enumerate(range(0, len(self.images), self.batch_size)):
-            batch = self.images[first : first + self.batch_size]
+        for step, first in enumerate(range(0, len(images), self.batch_size)):
+            batch = images[first : first + self.batch_size]
             if self.augment is None:
                 x = batch.float().div_(255.0).sub_(mean).div_(std)
             else:
                 (x,) = seeded_views([(self.augment, 1)], batch, step_seed(self.seed, this_pass, 0, step))
-            yield x, self.labels[first : first + self.batch_size]
+            yield x, labels[first : first + self.batch_size]
+
+
+def _decoded_labelled_set(cfg: DictConfig, key: str, dataset, size: int, device: str | torch.device):
+    """(uint8 images, labels) of an ImageFolder dataset of solo-learn's, decoded at ``size``
+    (cached beside the data path ``key`` names, or in ``memory.cache_dir``) after checking
+    they fit ``device``."""
+    from mvssl_plugin.data.folders import dataset_files, dataset_labels
+
+    files, labels = dataset_files(dataset), dataset_labels(dataset)
+    if files is None or labels is None:
+        raise ConfigError(f"{key}: data.format=memory reads ImageFolder trees: use data.format=image_folder")
+    cache_dir = OmegaConf.select(cfg, "memory.cache_dir", default=None)
+    cache = Path(cache_dir) if cache_dir else default_cache_dir(OmegaConf.select(cfg, key))
+
+    def fits(shape: Tuple[int, int, int, int]) -> None:
+        check_fits(memory_bytes_needed(shape[0], shape[2], shape[3]), device)
+
+    return decode_to_uint8(files, size, cache, check=fits), labels
 
 
 def probe_memory_loaders(
@@ -796,26 +831,37 @@ def probe_memory_loaders(
     ``data.format: memory``: the files of solo-learn's datasets (the same fraction and
     screened files as the image_folder path), decoded once at the evaluation size (cached
     beside each data path, or in ``memory.cache_dir``) and placed on ``device``."""
-    from mvssl_plugin.data.folders import dataset_files, dataset_labels
-
     recipe, size = probe_recipes(str(cfg.data.dataset))
-    cache_dir = OmegaConf.select(cfg, "memory.cache_dir", default=None)
-
-    def fits(shape: Tuple[int, int, int, int]) -> None:
-        check_fits(memory_bytes_needed(shape[0], shape[2], shape[3]), device)
-
-    decoded = []
-    for key, dataset in (("data.train_path", train_set), ("data.val_path", test_set)):
-        files, labels = dataset_files(dataset), dataset_labels(dataset)
-        if files is None or labels is None:
-            raise ConfigError(f"{key}: data.format=memory reads ImageFolder trees: use data.format=image_folder")
-        cache = Path(cache_dir) if cache_dir else default_cache_dir(OmegaConf.select(cfg, key))
-        images = decode_to_uint8(files, size, cache, check=fits)
-        decoded.append((images.to(device), labels))
-    (train_x, train_y), (test_x, test_y) = decoded
+    train_x, train_y = _decoded_labelled_set(cfg, "data.train_path", train_set, size, device)
+    test_x, test_y = _decoded_labelled_set(cfg, "data.val_path", test_set, size, device)
+    train_x, test_x = train_x.to(device), test_x.to(device)
     seed = int(cfg.seed)
     return (
         MemoryEvalLoader(train_x, train_y, recipe, augment=True, seed=seed),
         MemoryEvalLoader(test_x, test_y, recipe, augment=False, seed=seed),
         MemoryEvalLoader(test_x, test_y, recipe, augment=True, seed=seed + 1),
+    )
+
+
+#: datasets whose validation images the in-memory format serves (:func:`probe_recipes`)
+MEMORY_EVAL_DATASETS = ("cifar10", "cifar100", "stl10")
+
+
+def val_memory_loader(cfg: DictConfig, val_set) -> MemoryEvalLoader:
+    """Pretraining's online validation with ``data.format: memory``: ``val_set`` (solo-learn's,
+    screened; a ``Subset`` of it with ``data.val_fraction``) decoded once and normalized on
+    the training device, as solo-learn's val transform would; under DDP each process
+    validates its share."""
+    from torch.utils.data import Subset
+
+    rows = None
+    if isinstance(val_set, Subset):
+        val_set, rows = val_set.dataset, list(val_set.indices)
+    recipe, size = probe_recipes(str(cfg.data.dataset))
+    device = _training_device(cfg)
+    images, labels = _decoded_labelled_set(cfg, "data.val_path", val_set, size, device)
+    if rows is not None:
+        images, labels = images[torch.as_tensor(rows)], [labels[i] for i in rows]
+    return MemoryEvalLoader(
+        images, labels, recipe, augment=False, batch_size=int(cfg.optimizer.batch_size), device=device, shard=True
     )

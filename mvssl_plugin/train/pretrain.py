@@ -46,8 +46,7 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
 
 def pretrain(cfg: DictConfig):
     """Pretrains the method a composed Hydra config names; returns the fitted Trainer."""
-    from mvssl_plugin.data.folders import pretrain_val_loader
-    from mvssl_plugin.data.loaders import build_pretrain_loader
+    from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts
     from mvssl_plugin.train.trainer import fit
@@ -56,7 +55,7 @@ def pretrain(cfg: DictConfig):
     # every image file's header, before the Trainer exists (all formats); the validation
     # files first, so both are checked before the in-memory format decodes the training set
     screen = file_screen(cfg)
-    val_loader = pretrain_val_loader(cfg, screen)
+    val_loader = build_val_loader(cfg, screen)
     train_loader, num_images = build_pretrain_loader(cfg, screen)
     facts = start_facts(cfg, num_images, len(train_loader))
     record_facts(cfg, facts)
