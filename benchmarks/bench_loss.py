@@ -14,6 +14,8 @@ against solo-learn's ``barlow_twins`` at m = 2, built from the CIFAR recipes. Me
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import statistics
 import tempfile
@@ -138,7 +140,8 @@ def bench_steps(batch: int, repeats: int, backbone: str, device: torch.device) -
         if backbone == "narrow_resnet18":
             overrides.append("+backbone.kwargs.width=16")
         overrides.append(f"accelerator={'gpu' if device.type == 'cuda' else 'cpu'}")
-        _, model = build_pretrain_model(compose_recipe(recipe, "pretrain", overrides + extra))
+        with contextlib.redirect_stdout(io.StringIO()):  # the config notices would split the table
+            _, model = build_pretrain_model(compose_recipe(recipe, "pretrain", overrides + extra))
         model = model.to(device)
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
