@@ -182,6 +182,19 @@ def _resolved_factor(num_views: int, multiview_factor_: Optional[float], objecti
     return float(multiview_factor_) if num_views > 2 else 1.0
 
 
+def _rule_factor(
+    proj_output_dim: int, c: float, num_views: int, multiview_factor_: Optional[float], objective: str, method: str
+) -> float:
+    """f(m) of the rule, after checking every argument of :func:`beta_for_projector`."""
+    if isinstance(proj_output_dim, bool) or not isinstance(proj_output_dim, int) or proj_output_dim < 1:
+        raise ValueError(f"proj_output_dim must be an integer >= 1, got {proj_output_dim!r}")
+    if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0:
+        raise ValueError(f"the beta rule's c must be > 0, got {c!r}")
+    if isinstance(num_views, bool) or not isinstance(num_views, int) or num_views < 2:
+        raise ValueError(f"num_views must be an integer >= 2, got {num_views!r}")
+    return _resolved_factor(num_views, multiview_factor_, objective, method)
+
+
 def beta_for_projector(
     proj_output_dim: int,
     c: float,
@@ -204,13 +217,8 @@ def beta_for_projector(
     Raises:
         ValueError: naming the argument that is out of range.
     """
-    if isinstance(proj_output_dim, bool) or not isinstance(proj_output_dim, int) or proj_output_dim < 1:
-        raise ValueError(f"proj_output_dim must be an integer >= 1, got {proj_output_dim!r}")
-    if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0:
-        raise ValueError(f"the beta rule's c must be > 0, got {c!r}")
-    if isinstance(num_views, bool) or not isinstance(num_views, int) or num_views < 2:
-        raise ValueError(f"num_views must be an integer >= 2, got {num_views!r}")
-    return c / proj_output_dim * _resolved_factor(num_views, multiview_factor, objective, method)
+    factor = _rule_factor(proj_output_dim, c, num_views, multiview_factor, objective, method)  # checks first
+    return c / proj_output_dim * factor
 
 
 def describe_beta(
@@ -226,8 +234,7 @@ def describe_beta(
     The factor is shown only when it is not 1 (m = 2, or VICReg), to 4 significant digits.
     Same arguments and errors as :func:`beta_for_projector`.
     """
-    beta_for_projector(proj_output_dim, c, num_views, multiview_factor, objective, method)  # validates
-    factor = _resolved_factor(num_views, multiview_factor, objective, method)
+    factor = _rule_factor(proj_output_dim, c, num_views, multiview_factor, objective, method)
     text = f"auto: {c:g}/{proj_output_dim}"
     return text if factor == 1 else f"{text} x {factor:.4g}"
 
