@@ -116,10 +116,8 @@ def pretrain_samples(cfg: DictConfig, screen: Optional[Screen] = None) -> Tuple[
     """(image paths, class indexes) of the pretraining set, the very files and order the
     torchvision path's dataset holds; class -1 for unlabelled folders."""
     dataset = pretrain_dataset(cfg, None, screen)
-    if hasattr(dataset, "samples"):
-        return [path for path, _ in dataset.samples], [int(label) for _, label in dataset.samples]
-    files = [os.path.join(dataset.root, name) for name in dataset.images]
-    return files, [-1] * len(files)
+    files, labels = dataset_files(dataset), dataset_labels(dataset)
+    return files, labels if labels is not None else [-1] * len(files)
 
 
 def check_batch_fits(cfg: DictConfig, num_images: int) -> None:

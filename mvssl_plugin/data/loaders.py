@@ -54,8 +54,9 @@ def build_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Option
     if val_set is None:
         return None
     if cfg.data.format == "memory":
-        from mvssl_plugin.data.memory import MEMORY_EVAL_DATASETS, val_memory_loader
+        from mvssl_plugin.data.memory import val_memory_loader
 
-        if cfg.data.dataset in MEMORY_EVAL_DATASETS:
-            return val_memory_loader(cfg, val_set)
+        loader = val_memory_loader(cfg, val_set)
+        if loader is not None:
+            return loader
     return solo_loader(cfg, val_set, train=False)

@@ -568,6 +568,12 @@ def _resolve_device(device: str | torch.device) -> torch.device:
     return device
 
 
+def _moved(images: torch.Tensor, device: str | torch.device) -> torch.Tensor:
+    """``images`` on ``device`` (a bare ``cuda``: the process's current GPU), copied only if elsewhere."""
+    target = _resolve_device(device)
+    return images if images.device == target else images.to(target)
+
+
 class MemoryMultiViewLoader:
     """An iterable Lightning trains from like a DataLoader: batches are solo-learn's
     ``[indexes (B,) long, [view_1 (B, 3, S, S) float, ..., view_m], targets (B,) long]``,
@@ -621,9 +627,7 @@ class MemoryMultiViewLoader:
 
     def _place(self) -> torch.Tensor:
         """The images on the device, moved there once."""
-        target = _resolve_device(self.device)
-        if self.images.device != target:
-            self.images = self.images.to(target)
+        self.images = _moved(self.images, self.device)
         return self.images
 
     def __len__(self) -> int:
@@ -697,12 +701,13 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
 # The fast probe's feature pass.
 
 
-def probe_recipes(dataset: str) -> Tuple[ViewRecipe, int]:
+def eval_recipe(dataset: str) -> Optional[Tuple[ViewRecipe, int]]:
     """(augmented recipe, image size) of solo-learn's linear-evaluation transforms for
     ``dataset``, read off the transform objects solo-learn builds (its train transform:
     random resized crop + flip + normalize; its val transform: normalize, at most a resize
-    to the same square size). Raises ConfigError where the val transform does more (the
-    ImageNet pipeline's resize of the shorter side + centre crop): use image_folder there."""
+    to the same square size); None where the val transform does more (the ImageNet
+    pipeline's resize of the shorter side + centre crop), which the in-memory format does
+    not serve."""
     from solo.data.classification_dataloader import prepare_transforms
     from torchvision import transforms as T
 
@@ -717,10 +722,7 @@ def probe_recipes(dataset: str) -> Tuple[ViewRecipe, int]:
     )
     known = {T.RandomResizedCrop, T.RandomHorizontalFlip, T.ToTensor, T.Normalize}
     if rrc is None or norm is None or not plain_ok or set(train_steps) - known:
-        raise ConfigError(
-            f"data.format=memory in the fast probe: solo-learn's {dataset} evaluation transforms resize or crop "
-            "the test images; the in-memory probe serves cifar10, cifar100 and stl10: use data.format=image_folder"
-        )
+        return None
     flip = train_steps.get(T.RandomHorizontalFlip)
     recipe = ViewRecipe(
         crop_size=size,
@@ -741,6 +743,17 @@ def probe_recipes(dataset: str) -> Tuple[ViewRecipe, int]:
         std=tuple(float(v) for v in norm.std),
     )
     return recipe, size
+
+
+def probe_recipes(dataset: str) -> Tuple[ViewRecipe, int]:
+    """:func:`eval_recipe`, or a ConfigError naming the fix where the format does not serve ``dataset``."""
+    found = eval_recipe(dataset)
+    if found is None:
+        raise ConfigError(
+            f"data.format=memory in the fast probe: solo-learn's {dataset} evaluation transforms resize or crop "
+            "the test images; the in-memory probe serves cifar10, cifar100 and stl10: use data.format=image_folder"
+        )
+    return found
 
 
 class MemoryEvalLoader:
@@ -789,9 +802,7 @@ class MemoryEvalLoader:
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         if self.device is not None:
-            target = _resolve_device(self.device)
-            if self.images.device != target:
-                self.images = self.images.to(target)
+            self.images = _moved(self.images, self.device)
         rows = self._rows()
         images, labels = self.images[rows], self.labels[rows]
         mean = torch.tensor(self.recipe.mean, device=images.device).view(1, 3, 1, 1)
@@ -843,21 +854,20 @@ def probe_memory_loaders(
     )
 
 
-#: datasets whose validation images the in-memory format serves (:func:`probe_recipes`)
-MEMORY_EVAL_DATASETS = ("cifar10", "cifar100", "stl10")
-
-
-def val_memory_loader(cfg: DictConfig, val_set) -> MemoryEvalLoader:
+def val_memory_loader(cfg: DictConfig, val_set) -> Optional[MemoryEvalLoader]:
     """Pretraining's online validation with ``data.format: memory``: ``val_set`` (solo-learn's,
     screened; a ``Subset`` of it with ``data.val_fraction``) decoded once and normalized on
     the training device, as solo-learn's val transform would; under DDP each process
-    validates its share."""
+    validates its share. None where :func:`eval_recipe` does not serve the dataset."""
     from torch.utils.data import Subset
 
+    found = eval_recipe(str(cfg.data.dataset))
+    if found is None:
+        return None
+    recipe, size = found
     rows = None
     if isinstance(val_set, Subset):
         val_set, rows = val_set.dataset, list(val_set.indices)
-    recipe, size = probe_recipes(str(cfg.data.dataset))
     device = _training_device(cfg)
     images, labels = _decoded_labelled_set(cfg, "data.val_path", val_set, size, device)
     if rows is not None:
