@@ -29,7 +29,13 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from mvssl_plugin.data.views import EpochShards, ViewRecipe, normalization, process_group  # noqa: F401 (re-exported)
+from mvssl_plugin.data.views import (  # noqa: F401 (re-exported)
+    EpochShards,
+    ViewRecipe,
+    normalization,
+    process_group,
+    split_over,
+)
 from mvssl_plugin.errors import ConfigError, DataError
 
 
@@ -237,12 +243,7 @@ class DaliMultiViewLoader:
         return self.sampler.shard_size(self.world_size) // self.batch_size
 
     def _rank_and_world(self) -> Tuple[int, int]:
-        rank, world = process_group()
-        if not self.shard:
-            return rank, 1
-        if world != self.world_size:
-            raise RuntimeError(f"DALI loader built for {self.world_size} process(es) runs in {world}")
-        return rank, world
+        return split_over(process_group(), self.shard, self.world_size, "DALI loader")
 
     def _device_id(self) -> Optional[int]:
         if self.device == "cpu":

@@ -80,7 +80,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from mvssl_plugin.data.views import EpochShards, ViewRecipe, process_group
+from mvssl_plugin.data.views import EpochShards, ViewRecipe, process_group, split_over
 from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.resources import available_ram
 
@@ -634,12 +634,8 @@ class MemoryMultiViewLoader:
         return self.sampler.shard_size(self.world_size) // self.batch_size
 
     def _rank_and_world(self) -> Tuple[int, int]:
-        rank, world = process_group() if self.rank is None else (self.rank, self.world_size)
-        if not self.shard:
-            return rank, 1
-        if world != self.world_size:
-            raise RuntimeError(f"memory loader built for {self.world_size} process(es) runs in {world}")
-        return rank, world
+        group = process_group() if self.rank is None else (self.rank, self.world_size)
+        return split_over(group, self.shard, self.world_size, "memory loader")
 
     def __iter__(self) -> Iterator[List[Any]]:
         images = self._place()

@@ -98,3 +98,16 @@ def process_group() -> Tuple[int, int]:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
     return 0, 1
+
+
+def split_over(group: Tuple[int, int], shard: bool, built_for: int, loader: str) -> Tuple[int, int]:
+    """(rank, number of processes the images are split over) for a loader built for
+    ``built_for`` processes, given the running job's ``(rank, world size)``: 1 without
+    ``shard`` (view-parallel: every process holds the same images); a job of another size
+    than the loader was built for is an error, not a silent mis-shard."""
+    rank, world = group
+    if not shard:
+        return rank, 1
+    if world != built_for:
+        raise RuntimeError(f"{loader} built for {built_for} process(es) runs in {world}")
+    return rank, world
