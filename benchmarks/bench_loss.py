@@ -8,7 +8,10 @@ the authors' released loss, at m in {2, 4, 8}), next to solo-learn's two-view
 ``barlow_loss_func``/``vicreg_loss_func`` (ratios are to solo-learn's at m = 2 and the
 same d, measured in the same run). Part 2 times one
 training step (forward + backward, no optimizer) of ``mabt`` at m = 4, per-view and fused,
-against solo-learn's ``barlow_twins`` at m = 2, built from the CIFAR recipes. Medians.
+against solo-learn's ``barlow_twins`` at m = 2, built from the CIFAR recipes. Part 3
+(``--memory-format``) times the backbone's forward+backward on the CPU, contiguous against
+channels-last, for ResNet-18 base widths 8, 16 and 64: what ``train/trainer.py``'s CPU rule
+for channels-last rests on. Medians.
 """
 
 from __future__ import annotations
@@ -162,6 +165,32 @@ def bench_steps(batch: int, repeats: int, backbone: str, device: torch.device) -
         print(f"| {label} | {t:.3f} | {m * batch / t:.0f} | {t / base:.2f} |", flush=True)
 
 
+def bench_memory_format(batch: int, repeats: int, widths=(8, 16, 64)) -> None:
+    """Backbone forward+backward on the CPU, contiguous vs channels-last, alternated in
+    one loop so that both see the same machine load."""
+    from mvssl_plugin.backbones.narrow_resnet import NarrowResNet18
+
+    threads = torch.get_num_threads()
+    print(f"\n## Backbone step on the CPU, contiguous vs channels-last, batch {batch}, {threads} threads")
+    print("| width | contiguous s | channels-last s | channels-last / contiguous |")
+    print("|---|---|---|---|")
+    x = torch.randn(batch, 3, 32, 32)
+    for width in widths:
+        torch.manual_seed(0)
+        nets = {"contiguous": NarrowResNet18(width, small_input=True)}
+        nets["channels_last"] = NarrowResNet18(width, small_input=True).to(memory_format=torch.channels_last)
+        inputs = {"contiguous": x, "channels_last": x.contiguous(memory_format=torch.channels_last)}
+        times = {name: [] for name in nets}
+        for _ in range(repeats + 1):  # the first round warms up both
+            for name, net in nets.items():
+                net.zero_grad(set_to_none=True)
+                start = time.perf_counter()
+                net(inputs[name]).sum().backward()
+                times[name].append(time.perf_counter() - start)
+        plain, last = (statistics.median(times[name][1:]) for name in nets)
+        print(f"| {width} | {plain:.3f} | {last:.3f} | {last / plain:.2f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=128)
@@ -169,6 +198,7 @@ def main() -> None:
     parser.add_argument("--backbone", default="narrow_resnet18", help="narrow_resnet18 (CPU) or resnet18")
     parser.add_argument("--skip-losses", action="store_true")
     parser.add_argument("--skip-steps", action="store_true")
+    parser.add_argument("--memory-format", action="store_true", help="only part 3: contiguous vs channels-last (CPU)")
     args = parser.parse_args()
     import logging
     import warnings
@@ -176,6 +206,9 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, cuda: {torch.cuda.is_available()}")
+    if args.memory_format:
+        bench_memory_format(args.batch, args.repeats)
+        return
     if not args.skip_losses:
         bench_losses(args.batch, args.repeats)
     if not args.skip_steps:

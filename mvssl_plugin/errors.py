@@ -19,5 +19,22 @@ class DataError(RuntimeError):
     exit_status = 4
 
 
+class WriteError(RuntimeError):
+    """A file that could not be written (disk full, file-size limit, permissions); the
+    message names the path and the errno. The entry points print it and exit with status 5;
+    the files written before it (the previous checkpoint included) are left intact."""
+
+    exit_status = 5
+
+
+class Interrupted(RuntimeError):
+    """SIGINT or SIGTERM during training, after a resumable checkpoint was written; the
+    entry points print the message and exit with 128 + the signal number (130, 143)."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.exit_status = 128 + signum
+
+
 #: a non-finite loss (raised as FloatingPointError by the methods)
 NON_FINITE_EXIT_STATUS = 3

@@ -10,14 +10,17 @@ POSIX), so a run killed mid-write leaves the previous complete file, never half 
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
+import socket
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.errors import ConfigError, WriteError
 
 ARGS = "args.json"  # the resolved config (solo-learn's Checkpointer writes it)
 METRICS = "metrics.csv"  # one row per epoch: clocks and every logged scalar
@@ -25,16 +28,40 @@ RUN_LOG = "run.json"  # one entry per launch: command, device, clocks
 TIME_TO_ACCURACY = "time_to_accuracy.csv"
 KNN = "knn.csv"  # offline kNN grid (main_knn.py)
 PROBE = "probe.json"  # fast linear probe (main_linear.py with a probe recipe)
+LOCK = "run.lock"  # held by the process training the run (see run_lock)
 CHECKPOINT_GLOB = "*.ckpt"
 PARTIAL_SUFFIX = ".part"
+
+
+def write_error(path: str | Path, err: OSError) -> WriteError:
+    """One line naming the file and the errno (``ENOSPC``, ``EFBIG``...) of a failed write."""
+    code = errno.errorcode.get(err.errno, str(err.errno)) if err.errno else "no errno"
+    reason = err.strerror or str(err)
+    return WriteError(f"could not write {path}: {reason} ({code}); the files written before it are intact")
+
+
+@contextmanager
+def writing(path: str | Path, partial: Optional[str | Path] = None) -> Iterator[None]:
+    """Turns an OSError raised while writing ``path`` into a :class:`WriteError` naming it,
+    removing the half-written ``partial`` file so that only complete files are left."""
+    try:
+        yield
+    except OSError as err:
+        if partial is not None:
+            try:
+                os.remove(partial)
+            except OSError:
+                pass
+        raise write_error(path, err) from err
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Writes ``text`` to ``path`` through a temporary file renamed into place."""
     path = Path(path)
     partial = path.with_name(path.name + PARTIAL_SUFFIX)
-    partial.write_text(text)
-    os.replace(partial, path)
+    with writing(path, partial):
+        partial.write_text(text)
+        os.replace(partial, path)
     return path
 
 
@@ -43,9 +70,114 @@ def write_json(path: str | Path, data: Any) -> Path:
 
 
 def read_json(path: str | Path, default: Any = None) -> Any:
-    """The JSON at ``path``, or ``default`` when the file is missing."""
+    """The JSON at ``path``, or ``default`` when the file is missing.
+
+    Raises:
+        ConfigError: naming the file, when it is not valid JSON (truncated, edited).
+    """
     path = Path(path)
-    return json.loads(path.read_text()) if path.is_file() else default
+    if not path.is_file():
+        return default
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ConfigError(
+            f"{path} is not readable JSON ({err}): it was cut short or edited; restore it or remove the run folder"
+        ) from err
+
+
+# ------------------------------------------------------------------------------ the lock
+
+
+def _process_start(pid: int) -> Optional[str]:
+    """The start time of process ``pid`` in clock ticks since boot (Linux), to tell a live
+    holder from a later process given the same pid; None where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lock_holder(run_dir: str | Path) -> Optional[Dict[str, Any]]:
+    """Who holds the run's lock: the lock's content for a live holder; None when there is no
+    lock or it is stale (its process is gone, or its pid now names another process, on this
+    host). A lock taken on another host is taken as live: this host cannot see its process."""
+    path = Path(run_dir) / LOCK
+    try:
+        holder = json.loads(path.read_text())
+        pid = int(holder["pid"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # half-written by a process killed while taking it: stale
+    if holder.get("host") != socket.gethostname():
+        return holder
+    if not _alive(pid) or (holder.get("proc_start") not in (None, _process_start(pid))):
+        return None
+    return holder
+
+
+def describe_holder(run_dir: str | Path, holder: Dict[str, Any]) -> str:
+    return (
+        f"{run_dir} is being trained by process {holder.get('pid')} on {holder.get('host')} since "
+        f"{holder.get('started')} (lock file {Path(run_dir) / LOCK})"
+    )
+
+
+def take_lock(run_dir: str | Path) -> Optional[str]:
+    """Locks ``run_dir`` for this process. Returns a notice when a stale lock was replaced.
+
+    Raises:
+        ConfigError: when a live process holds it.
+    """
+    from datetime import datetime, timezone
+
+    path = Path(run_dir) / LOCK
+    pid = os.getpid()
+    record = json.dumps(
+        {
+            "pid": pid,
+            "host": socket.gethostname(),
+            "proc_start": _process_start(pid),
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+    )
+    with writing(path):
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # one of two racing launches wins
+        except FileExistsError:
+            holder = lock_holder(run_dir)
+            if holder is not None and holder.get("pid") != pid:
+                raise ConfigError(
+                    describe_holder(run_dir, holder) + ": wait for it to end, or start a new run with "
+                    "auto_resume.enabled=false; delete the lock file only if no process trains that run"
+                ) from None
+            atomic_write_text(path, record)
+            return None if holder is not None else f"replaced the stale lock of {run_dir} (its process is gone)"
+        with os.fdopen(handle, "w") as lock:
+            lock.write(record)
+    return None
+
+
+def release_lock(run_dir: str | Path) -> None:
+    """Removes this process's lock of ``run_dir`` (another process's is left alone)."""
+    path = Path(run_dir) / LOCK
+    try:
+        if int(json.loads(path.read_text())["pid"]) == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
 
 
 def write_csv(path: str | Path, rows: List[Dict[str, object]]) -> Path:

@@ -31,7 +31,7 @@ def tiny_overrides(data: Dict[str, str], out_dir: str | Path, **extra) -> List[s
         "data.val_path": data["test"],
         "data.num_workers": 0,
         "backbone.name": "narrow_resnet18",
-        "+backbone.kwargs.width": 4,
+        "+backbone.kwargs.width": 8,
         "method_kwargs.proj_output_dim": 16,
         "optimizer.batch_size": 8,
         "max_epochs": 1,

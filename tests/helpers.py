@@ -29,6 +29,7 @@ NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not in
 
 __all__ = [
     "NEEDS_DALI",
+    "assert_one_line",
     "has_dali",
     "kill_in_second_epoch",
     "start_entry",
@@ -77,12 +78,18 @@ def kill_in_second_epoch(args: list[str], cwd: Path, method: str = "mabt") -> No
         run.wait()
 
 
-def run_entry(script: str, args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
-    """Runs ``python <repo>/<script> args...`` as a user would, from ``cwd``."""
+def run_entry(
+    script: str, args: list[str], cwd: Path, timeout: int = 300, env: dict | None = None, **popen
+) -> subprocess.CompletedProcess:
+    """Runs ``python <repo>/<script> args...`` as a user would, from ``cwd``; ``env`` adds to
+    (a value of None: removes from) the environment, ``popen`` goes to subprocess.run."""
     # a wandb run made in this process leaves WANDB_SERVICE set: a child would attach to that
     # service and write its files elsewhere; each command gets its own, files under cwd
+    extra = env or {}
     env = {k: v for k, v in os.environ.items() if k not in ("WANDB_SERVICE", "WANDB_DIR")}
     env.update(PYTHONWARNINGS="ignore", WANDB_DIR=str(cwd))
+    env.update({k: v for k, v in extra.items() if v is not None})
+    env = {k: v for k, v in env.items() if extra.get(k, "") is not None}
     return subprocess.run(
         [sys.executable, str(REPO / script), *args],
         cwd=cwd,
@@ -90,6 +97,7 @@ def run_entry(script: str, args: list[str], cwd: Path, timeout: int = 300) -> su
         capture_output=True,
         text=True,
         timeout=timeout,
+        **popen,
     )
 
 
@@ -130,3 +138,13 @@ def solo_shaped_cfg(method: str, num_large: int, num_small: int = 0, batch_size:
     )
     OmegaConf.set_struct(cfg, False)
     return cfg
+
+
+def assert_one_line(result: subprocess.CompletedProcess, status: int, *fragments: str) -> str:
+    """The run ended with ``status`` and one ``mvssl ...`` error line holding every fragment."""
+    assert result.returncode == status, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "Traceback" not in result.stderr + result.stdout
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("mvssl ")]
+    for fragment in fragments:
+        assert fragment in line, line
+    return line

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import NEEDS_DALI, REPO, kill_in_second_epoch, make_image_folder, run_entry, tiny_overrides
+from helpers import (
+    NEEDS_DALI,
+    REPO,
+    assert_one_line,
+    kill_in_second_epoch,
+    make_image_folder,
+    run_entry,
+    tiny_overrides,
+)
 from PIL import Image
 
 from mvssl_plugin.cli.recipes import compose_recipe, list_recipes
@@ -117,16 +125,6 @@ def test_screen_raises_or_skips(tmp_path):
 
 def pretrain_args(data: dict, out: Path, **extra) -> list[str]:
     return ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
-
-
-def assert_one_line(result: subprocess.CompletedProcess, status: int, *fragments: str) -> str:
-    """The run ended with ``status`` and one ``mvssl ...`` error line holding every fragment."""
-    assert result.returncode == status, result.stdout[-2000:] + result.stderr[-3000:]
-    assert "Traceback" not in result.stderr + result.stdout
-    (line,) = [line for line in result.stderr.splitlines() if line.startswith("mvssl ")]
-    for fragment in fragments:
-        assert fragment in line, line
-    return line
 
 
 @pytest.mark.parametrize("data_format", FORMATS)
@@ -321,7 +319,7 @@ def test_cpu_recipes_fit_this_machine_and_absurd_ones_do_not():
         check_memory(checked_config("mabt_cifar.yaml", "cpu", **{"data.num_views": 64}), available=20 * GiB)
 
 
-TINY = ["backbone.name=narrow_resnet18", "+backbone.kwargs.width=4", "optimizer.batch_size=8"]
+TINY = ["backbone.name=narrow_resnet18", "+backbone.kwargs.width=8", "optimizer.batch_size=8"]
 
 
 def test_estimate_is_close_to_a_measured_peak(tiny_cifar, tmp_path):

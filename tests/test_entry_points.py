@@ -86,7 +86,7 @@ def test_linear_rejects_a_mismatched_backbone(pretrained, tiny_cifar, tmp_path):
     from mvssl_plugin.train.linear import linear
 
     with pytest.raises(ConfigError, match="does not hold this backbone"):
-        linear(cfg)  # the recipe's resnet18 is not the width-4 network that was pretrained
+        linear(cfg)  # the recipe's resnet18 is not the width-8 network that was pretrained
 
 
 @pytest.mark.parametrize("method", ["barlow_twins", "vicreg"])

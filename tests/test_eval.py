@@ -103,7 +103,7 @@ def test_metrics_csv_holds_every_epoch_with_clock_and_effective_rank(runs):
     for row in rows:  # the loop waits on the loader for part of each epoch, never all of it
         assert 0 < float(row["data_wait_seconds"]) and 0 < float(row["data_wait_fraction"]) < 1
     for row in rows:
-        assert 1 <= float(row["rank_backbone"]) <= 64  # width-4 ResNet-18: 32 features
+        assert 1 <= float(row["rank_backbone"]) <= 64  # width-8 ResNet-18: 64 features
         assert 1 <= float(row["rank_projector"]) <= 16
         assert float(row["train_barlow_loss"]) > 0 and "val_acc1" in row
     summary = [line for line in runs["mabt_stdout"].splitlines() if "mvssl: epoch 1 train" in line]

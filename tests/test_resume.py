@@ -98,5 +98,5 @@ def test_truncated_newest_checkpoint_is_skipped(data, tmp_path):
     from mvssl_plugin.train.pretrain import build_pretrain_model
 
     cfg, _ = build_pretrain_model(cfg)  # completes the config as a real resume would see it
-    found, _, skipped = find_resumable(cfg, str(tmp_path / "mabt"))
-    assert found == good and skipped == [truncated]
+    found = find_resumable(cfg, str(tmp_path / "mabt"))
+    assert found.checkpoint == good and found.skipped == [truncated] and found.differences == []

@@ -9,7 +9,7 @@ import sys
 import warnings
 from typing import Callable, NoReturn, TypeVar
 
-from mvssl_plugin.errors import NON_FINITE_EXIT_STATUS, ConfigError, DataError
+from mvssl_plugin.errors import NON_FINITE_EXIT_STATUS, ConfigError, DataError, Interrupted, WriteError
 
 T = TypeVar("T")
 
@@ -49,9 +49,10 @@ def one_line(err: BaseException) -> str:
 
 
 def report_errors(task: Callable[..., T]) -> Callable[..., T]:
-    """Turns a :class:`ConfigError` (exit 2), a non-finite loss (exit 3) or a
-    :class:`DataError` (exit 4) into one line, instead of a traceback. Checkpoints already
-    written stay as they are."""
+    """Turns a :class:`ConfigError` (exit 2), a non-finite loss (exit 3), a
+    :class:`DataError` (exit 4), a :class:`WriteError` (exit 5) or an :class:`Interrupted`
+    run (exit 130 / 143) into one line, instead of a traceback. Checkpoints already written
+    stay as they are."""
 
     @functools.wraps(task)
     def wrapped(*args, **kwargs):
@@ -63,6 +64,10 @@ def report_errors(task: Callable[..., T]) -> Callable[..., T]:
             fail(one_line(err), NON_FINITE_EXIT_STATUS, kind="training stopped")
         except DataError as err:
             fail(one_line(err), DataError.exit_status, kind="data error")
+        except WriteError as err:
+            fail(one_line(err), WriteError.exit_status, kind="write error")
+        except Interrupted as err:
+            fail(str(err), err.exit_status, kind="interrupted")
 
     return wrapped
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, Tuple
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.config.values import AUTO, is_int, select
 from mvssl_plugin.errors import ConfigError
@@ -77,6 +78,60 @@ def adapt_to_hardware(cfg: DictConfig) -> list[str]:
             )
     if select(cfg, "strategy") is None:
         cfg.strategy = AUTO
+    if accelerator == "cpu":
+        notices += set_cpu_threads(cfg, n * int(select(cfg, "num_nodes", 1) or 1))
+    return notices
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask: a container's or taskset's share)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def plan_cpu_threads(cores: int, processes: int, workers: int, data_format: str) -> Tuple[int, int]:
+    """(torch intra-op threads, loader workers) per process for a CPU run.
+
+    Why: torch's default takes one OpenMP thread per core, and its threads spin-wait
+    between operations; beside loader workers (or other processes) on a small machine they
+    wait on each other instead of computing (an 18-step CPU run took 216 s with torch's
+    defaults, 17 s with one thread, on a 2-core machine shared with other work; see
+    benchmarks/bench_threads.py). So each process gets an equal share of the cores, the
+    loader workers are capped at that share, and torch takes what the workers leave, at
+    least one thread. The in-memory format has no workers: its augmentations are torch ops
+    in the training process, so torch takes the whole share. DALI's CPU threads count as
+    workers."""
+    share = max(1, cores // max(1, processes))
+    if data_format == "memory":
+        return share, workers
+    workers = min(workers, share)
+    return max(1, share - workers), workers
+
+
+def set_cpu_threads(cfg: DictConfig, processes: int) -> list[str]:
+    """Applies :func:`plan_cpu_threads` (``performance.cpu_threads: auto``, the default) or the
+    number given, unless ``OMP_NUM_THREADS`` says otherwise; records the choice in the config
+    (so in args.json). Returns the notices to print."""
+    import torch
+
+    notices = []
+    requested = select(cfg, "performance.cpu_threads", AUTO)
+    if requested != AUTO and not (is_int(requested) and requested >= 1):
+        raise ConfigError(f"performance.cpu_threads={requested!r}: use auto or an integer >= 1")
+    workers = int(select(cfg, "data.num_workers", 0) or 0)
+    data_format = str(select(cfg, "data.format", "image_folder"))
+    threads, capped = plan_cpu_threads(usable_cores(), processes, workers, data_format)
+    if capped < workers:
+        cfg.data.num_workers = capped
+        notices.append(
+            f"data.num_workers={workers} on {usable_cores()} CPU cores for {processes} process(es): "
+            f"using {capped} loader worker(s) so that they and torch's threads do not fight for the cores"
+        )
+    if requested != AUTO:
+        threads = int(requested)
+    elif os.environ.get("OMP_NUM_THREADS"):
+        threads = torch.get_num_threads()  # the user's word
+    torch.set_num_threads(threads)
+    OmegaConf.update(cfg, "performance.cpu_threads", threads, force_add=True)
     return notices
 
 

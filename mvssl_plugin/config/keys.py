@@ -51,6 +51,8 @@ PLUGIN_KEYS = (
     "memory.cache_dir",
     "performance.compile",
     "performance.disable_channel_last",
+    "performance.cpu_threads",
+    "auto_resume.accept_changes",
     "method_kwargs.beta_c",
     "method_kwargs.beta_multiview_factor",
     "method_kwargs.beta_rule",

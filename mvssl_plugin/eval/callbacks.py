@@ -160,6 +160,8 @@ class RunLog(TrainClock):
         super().__init__()
         self._data_wait, self._last_batch_end = 0.0, None
         self._launch: Optional[int] = None
+        self.stopped_by: Optional[str] = None  # set by train/signals.py's GracefulStop
+        self.stopped_epoch: Optional[int] = None  # the epoch it stopped in (not completed)
 
     # Data wait: from a step's end (or the epoch's start, loader start-up included) to the
     # next batch on the device. Host-side: on a GPU, kernels still queued overlap it, so it
@@ -183,7 +185,7 @@ class RunLog(TrainClock):
         self._write_launch(trainer, "running")
 
     def on_train_end(self, trainer, pl_module) -> None:
-        self._write_launch(trainer, "finished")
+        self._write_launch(trainer, self.stopped_by or "finished", epochs_completed=self.stopped_epoch)
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         self._write_launch(trainer, f"failed: {type(exception).__name__}")
@@ -217,6 +219,8 @@ class RunLog(TrainClock):
         write_json(path, {"launches": launches})
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if self.stopped_by is not None:  # a part of an epoch: no row (train/signals.py)
+            return
         epoch_start = self._epoch_start
         super().on_train_epoch_end(trainer, pl_module)
         epoch_seconds = time.perf_counter() - epoch_start - self._val_in_epoch if epoch_start else 0.0

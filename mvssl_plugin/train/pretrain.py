@@ -49,9 +49,11 @@ def pretrain(cfg: DictConfig):
     from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts
-    from mvssl_plugin.train.trainer import fit
+    from mvssl_plugin.train.trainer import fit, resume_checkpoint
 
     cfg, model = build_pretrain_model(cfg)
+    # which run this launch continues, before the data is read: a run it may not touch stops it now
+    resume = resume_checkpoint(cfg, cfg.method, notify=lambda text: print(f"mvssl: {text}"))
     # every image file's header, before the Trainer exists (all formats); the validation
     # files first, so both are checked before the in-memory format decodes the training set
     screen = file_screen(cfg)
@@ -59,4 +61,4 @@ def pretrain(cfg: DictConfig):
     train_loader, num_images = build_pretrain_loader(cfg, screen)
     facts = start_facts(cfg, num_images, len(train_loader))
     record_facts(cfg, facts)
-    return fit(cfg, model, train_loader, val_loader, cfg.method, extra_callbacks=[StartBlock(facts)])
+    return fit(cfg, model, train_loader, val_loader, cfg.method, extra_callbacks=[StartBlock(facts)], resume=resume)

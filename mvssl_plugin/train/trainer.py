@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Callable, List, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
@@ -14,7 +15,7 @@ from mvssl_plugin.config import count_views, select, trainer_devices
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import beta_slot
-from mvssl_plugin.runs import is_complete_checkpoint
+from mvssl_plugin.runs import ARGS, is_complete_checkpoint, read_json
 
 Notify = Callable[[str], None]
 
@@ -22,11 +23,16 @@ Notify = Callable[[str], None]
 def resume_checkpoint(cfg: DictConfig, run_kind: str, notify: Notify = print) -> Tuple[Optional[str], Optional[str]]:
     """solo-learn's explicit or automatic resume: (checkpoint path, wandb run id).
 
-    Automatic resume takes the newest complete checkpoint of a matching run (see
-    :mod:`mvssl_plugin.train.checkpoints`), not solo-learn's first-listed file; an
-    unreadable checkpoint it skips is reported by name."""
-    from mvssl_plugin.train.checkpoints import find_resumable
+    Automatic resume takes the newest complete checkpoint of a run whose whole training
+    config matches (see :func:`mvssl_plugin.train.checkpoints.find_resumable`), not
+    solo-learn's first-listed file of a run matching a few keys; an unreadable checkpoint
+    it skips is reported by name. A run trained by another process, or trained with other
+    settings (unless ``auto_resume.accept_changes``), stops the launch here, before anything
+    of that run is rewritten."""
+    from mvssl_plugin.runs import describe_holder, lock_holder
+    from mvssl_plugin.train.checkpoints import check_run_readable, find_resumable, refuse_changes, training_differences
 
+    accept = bool(select(cfg, "auto_resume.accept_changes", False))
     if cfg.resume_from_checkpoint is not None:
         path = str(cfg.resume_from_checkpoint)
         if not os.path.isfile(path):
@@ -36,18 +42,34 @@ def resume_checkpoint(cfg: DictConfig, run_kind: str, notify: Notify = print) ->
                 f"resume_from_checkpoint={path!r} is not a complete checkpoint (truncated or not a torch "
                 "checkpoint): point it at another .ckpt, or drop it to resume from the newest complete one"
             )
+        run_dir = Path(path).parent
+        holder = lock_holder(run_dir)
+        if holder is not None:
+            raise ConfigError(describe_holder(run_dir, holder) + ": wait for it to end")
+        check_run_readable(run_dir)
+        saved = read_json(run_dir / ARGS)
+        differences = training_differences(saved, cfg) if saved is not None else []
+        if differences and not accept:
+            raise refuse_changes(run_dir, differences)
+        _say_accepted(differences, run_dir, notify)
         del cfg.resume_from_checkpoint
         return path, None
     if cfg.auto_resume.enabled:
-        path, wandb_run_id, skipped = find_resumable(cfg, os.path.join(cfg.checkpoint.dir, run_kind))
-        for bad in skipped:
+        found = find_resumable(cfg, os.path.join(cfg.checkpoint.dir, run_kind), accept_changes=accept)
+        for bad in found.skipped:
             notify(f"skipped unreadable checkpoint {bad} (truncated or not a checkpoint); it is left in place")
-        if path is not None:
-            notify(f"resuming from the newest complete checkpoint that matches this config: {path}")
-            return str(path), wandb_run_id
-        if skipped:
+        if found.checkpoint is not None:
+            _say_accepted(found.differences, found.checkpoint.parent, notify)
+            notify(f"resuming from the newest complete checkpoint that matches this config: {found.checkpoint}")
+            return str(found.checkpoint), found.wandb_run_id
+        if found.skipped:
             notify("no complete checkpoint of a matching run: starting a new run")
     return None, None
+
+
+def _say_accepted(differences, run_dir, notify: Notify) -> None:
+    if differences:
+        notify(f"auto_resume.accept_changes=true: {run_dir} goes on with {'; '.join(differences)}")
 
 
 def run_tags(cfg: DictConfig) -> List[str]:
@@ -85,6 +107,7 @@ def build_trainer(
 
     from mvssl_plugin.eval.callbacks import EffectiveRank, EpochSummary, RunLog, TimeToAccuracy
     from mvssl_plugin.train.checkpoints import AtomicCheckpointer
+    from mvssl_plugin.train.signals import GracefulStop
 
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
     run_log = RunLog()
@@ -93,16 +116,17 @@ def build_trainer(
         callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets, clock=run_log))
     if select(cfg, "effective_rank.enabled", False):
         callbacks.append(EffectiveRank(cfg.effective_rank.num_samples))
+    checkpointer = None
     if cfg.checkpoint.enabled:
-        callbacks.append(
-            AtomicCheckpointer(
-                cfg,
-                logdir=os.path.join(cfg.checkpoint.dir, run_kind),
-                frequency=cfg.checkpoint.frequency,
-                keep_prev=cfg.checkpoint.keep_prev,
-                resume_from=resume_path,
-            )
+        checkpointer = AtomicCheckpointer(
+            cfg,
+            logdir=os.path.join(cfg.checkpoint.dir, run_kind),
+            frequency=cfg.checkpoint.frequency,
+            keep_prev=cfg.checkpoint.keep_prev,
+            resume_from=resume_path,
         )
+        callbacks.append(checkpointer)
+    callbacks.append(GracefulStop(checkpointer, run_log))
     callbacks += list(extra_callbacks)
     if cfg.wandb.enabled:
         logger = WandbLogger(
@@ -132,16 +156,89 @@ def build_trainer(
     return Trainer(**kwargs)
 
 
-def fit(cfg: DictConfig, model, train_loader, val_loader, run_kind: str, extra_callbacks: Sequence = ()):
+#: convolutions reading fewer channels than this (the image's 3 aside) are kept out of
+#: channels-last on the CPU, see :func:`narrow_convolutions`
+CPU_CHANNELS_LAST_MIN_CHANNELS = 8
+
+
+def narrow_convolutions(model) -> List[str]:
+    """Names of the convolutions that torch 2.12's oneDNN cannot run channels-last on every CPU.
+
+    On AVX2-only CPUs (``DNNL_MAX_CPU_ISA=AVX2`` reproduces it on any x86 CPU) the weight
+    gradient of a channels-last convolution reading 2 to 7 channels corrupts memory or spins
+    forever (``jit_avx2_1x1_convolution_bwd_weights``): a ResNet-18 of base width 2 to 7
+    aborts with "double free or corruption" on its first backward; widths 8 to 64 run, and
+    the stem reading the 3 image channels is not affected."""
+    from torch import nn
+
+    return [
+        name
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Conv2d)
+        and module.in_channels != 3
+        and module.in_channels < CPU_CHANNELS_LAST_MIN_CHANNELS
+    ]
+
+
+def memory_format_notice(cfg: DictConfig, model) -> Optional[str]:
+    """Whether the model trains channels-last: solo-learn's default (``performance.disable_channel_last:
+    false``), which on the CPU too takes 0.55x to 0.82x the contiguous time of a ResNet-18 step at
+    base widths 8, 16 and 64 (benchmarks/bench_loss.py --memory-format), except on the CPU for a
+    model with :func:`narrow_convolutions`, which trains contiguous, inputs included. Sets
+    ``performance.disable_channel_last`` accordingly; returns the notice to print, if any."""
+    if cfg.performance.disable_channel_last or cfg.accelerator != "cpu":
+        return None
+    narrow = narrow_convolutions(model)
+    if not narrow:
+        return None
+    cfg.performance.disable_channel_last = True
+    model.no_channel_last = True  # solo-learn's methods read it at construction and convert their inputs
+    return (
+        f"channels-last is off on the CPU for this backbone: {len(narrow)} convolution(s) read fewer than "
+        f"{CPU_CHANNELS_LAST_MIN_CHANNELS} channels (e.g. {narrow[0]}), whose channels-last backward corrupts "
+        "memory in torch's oneDNN on AVX2-only CPUs; a base width of 8 or more (backbone.kwargs.width) trains "
+        "channels-last"
+    )
+
+
+def fit(
+    cfg: DictConfig,
+    model,
+    train_loader,
+    val_loader,
+    run_kind: str,
+    extra_callbacks: Sequence = (),
+    resume: Optional[Tuple[Optional[str], Optional[str]]] = None,
+):
     """What solo-learn's scripts end with: a contiguous (channels-last) model, resume,
-    the Trainer, fit. ``run_kind`` names the folder under ``checkpoint.dir``."""
+    the Trainer, fit. ``run_kind`` names the folder under ``checkpoint.dir``; ``resume`` is
+    :func:`resume_checkpoint`'s answer when the caller asked it before building its loaders.
+
+    Raises:
+        Interrupted: after a SIGINT/SIGTERM stopped the training (train/signals.py).
+    """
     import torch
     from solo.utils.misc import make_contiguous
 
+    from mvssl_plugin.train.signals import GracefulStop
+
     make_contiguous(model)
+    notice = memory_format_notice(cfg, model)
+    if notice:
+        print(f"mvssl: {notice}")
     if not cfg.performance.disable_channel_last:
         model = model.to(memory_format=torch.channels_last)
-    ckpt_path, wandb_run_id = resume_checkpoint(cfg, run_kind, notify=lambda text: print(f"mvssl: {text}"))
+    if resume is None:
+        resume = resume_checkpoint(cfg, run_kind, notify=lambda text: print(f"mvssl: {text}"))
+    ckpt_path, wandb_run_id = resume
     trainer = build_trainer(cfg, model, run_kind, wandb_run_id, resume_path=ckpt_path, extra_callbacks=extra_callbacks)
-    trainer.fit(model, train_loader, val_loader, ckpt_path=ckpt_path)
+    stop = next(c for c in trainer.callbacks if isinstance(c, GracefulStop))
+    try:
+        trainer.fit(model, train_loader, val_loader, ckpt_path=ckpt_path)
+    finally:
+        if stop.checkpointer is not None:
+            stop.checkpointer.release()
+    interrupted = stop.outcome()
+    if interrupted is not None:
+        raise interrupted
     return trainer
