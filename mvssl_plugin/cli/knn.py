@@ -4,8 +4,9 @@ The flags are solo-learn's ``main_knn.py`` flags (its own parser pieces), so its
 run unchanged; on top: ``--device auto|cpu|cuda`` (solo-learn's script calls ``.cuda()``),
 ImageFolder copies of CIFAR/STL-10, the run folder's newest complete checkpoint (not the
 first file listed), every image of both sets (no shuffling, no dropped batch), defaults for
-every grid flag, and ``knn.csv`` written into the run folder. The classifier is
-solo-learn's ``WeightedKNNClassifier``.
+every grid flag, validation classes matched to the training classes by folder name, and
+``knn.csv`` written into the run folder. The classifier is solo-learn's
+``WeightedKNNClassifier``, counting the classes of both sets (:func:`~mvssl_plugin.eval.knn.all_classes_knn`).
 """
 
 from __future__ import annotations
