@@ -4,8 +4,9 @@ The flags are solo-learn's ``main_knn.py`` flags (its own parser pieces), so its
 run unchanged; on top: ``--device auto|cpu|cuda`` (solo-learn's script calls ``.cuda()``),
 ImageFolder copies of CIFAR/STL-10, the run folder's newest complete checkpoint (not the
 first file listed), every image of both sets (no shuffling, no dropped batch), defaults for
-every grid flag, and ``knn.csv`` written into the run folder. The classifier is
-solo-learn's ``WeightedKNNClassifier``.
+every grid flag, validation classes matched to the training classes by folder name, and
+``knn.csv`` written into the run folder. The classifier is solo-learn's
+``WeightedKNNClassifier``, counting the classes of both sets (:func:`~mvssl_plugin.eval.knn.all_classes_knn`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_args(args: argparse.Namespace) -> None:
-    from mvssl_plugin.imagefolder import is_image_folder_tree
+def check_args(args: argparse.Namespace) -> List[str]:
+    """Checks the flags before anything is loaded; returns notices."""
+    from mvssl_plugin.imagefolder import class_names, is_image_folder_tree, match_classes
 
     if any(k < 1 for k in args.k):
         raise ConfigError(f"--k {args.k}: every k must be >= 1")
@@ -54,6 +56,12 @@ def check_args(args: argparse.Namespace) -> None:
         if args.data_format == "image_folder" and args.dataset in ("imagenet", "imagenet100", "custom"):
             if not is_image_folder_tree(path):
                 raise ConfigError(f"{flag} {path} is not an ImageFolder tree (one sub-folder of images per class)")
+    train, val = args.train_data_path, args.val_data_path
+    if args.data_format != "h5" and is_image_folder_tree(train) and is_image_folder_tree(val):
+        # the datasets are relabelled by name too (data.folders.label_by_name); said here, early
+        _, notice = match_classes(class_names(train), class_names(val), "--train_data_path", "--val_data_path")
+        return [notice] if notice else []
+    return []
 
 
 def knn(argv: Optional[List[str]] = None) -> List[dict]:
@@ -69,7 +77,8 @@ def knn(argv: Optional[List[str]] = None) -> List[dict]:
     from mvssl_plugin.runs import KNN, write_csv
 
     args = build_parser().parse_args(argv)
-    check_args(args)
+    for notice in check_args(args):
+        print(f"mvssl: {notice}", flush=True)
     device = resolve_device(args.device)
     model, cfg, ckpt = load_pretrained(args.pretrained_checkpoint_dir)
     print(f"mvssl: {cfg.method} from {ckpt}; features on {device}", flush=True)
@@ -88,7 +97,14 @@ def knn(argv: Optional[List[str]] = None) -> List[dict]:
 
     def screen(key: str, files: List[str]) -> List[str]:  # both sets use the val transform
         same_size = eval_keeps_size(args.dataset)
-        return screen_files(files, flags[key], skip_bad=False, same_size=same_size, skip_key=None)
+        return screen_files(
+            files,
+            flags[key],
+            skip_bad=False,
+            notify=lambda text: print(f"mvssl: {text}"),
+            same_size=same_size,
+            skip_key=None,
+        )
 
     train_set, val_set = classification_datasets(data_cfg, t_val, t_val, args.data_fraction, screen)
     model = model.to(device)

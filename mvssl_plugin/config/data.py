@@ -9,7 +9,13 @@ from omegaconf import DictConfig
 
 from mvssl_plugin.config.values import AUTO, boolean, count, is_number, require, select
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.imagefolder import empty_class_folders, is_image_folder_tree, nested_class_folders
+from mvssl_plugin.imagefolder import (
+    class_names,
+    empty_class_folders,
+    is_image_folder_tree,
+    match_classes,
+    nested_class_folders,
+)
 
 SUPPORTED_DATASETS = ("cifar10", "cifar100", "stl10", "imagenet", "imagenet100", "custom")
 SMALL_IMAGE_DATASETS = ("cifar10", "cifar100")
@@ -141,6 +147,20 @@ def nested_folder_notices(cfg: DictConfig) -> list[str]:
                 f"{key}: class folder(s) {shown} hold images in sub-folders; they are read as part of the class"
             )
     return notices
+
+
+def class_match_notices(cfg: DictConfig) -> list[str]:
+    """Validation classes are matched to the training classes by folder name (the datasets
+    are relabelled so in :func:`mvssl_plugin.data.folders.label_by_name`); checked here on the
+    folder names alone, before anything is built: names the training tree lacks stop the run
+    (ConfigError), a subset of the training classes is said once."""
+    train, val = select(cfg, "data.train_path"), select(cfg, "data.val_path")
+    if val is None or (cfg.data.dataset == "custom" and select(cfg, "data.no_labels", False)):
+        return []
+    if select(cfg, "data.format") == "h5" or not (is_image_folder_tree(train) and is_image_folder_tree(val)):
+        return []
+    _, notice = match_classes(class_names(train), class_names(val))
+    return [notice] if notice else []
 
 
 def apply_backbone_defaults(cfg: DictConfig, plugin_backbones: tuple[str, ...]) -> None:

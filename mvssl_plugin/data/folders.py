@@ -17,7 +17,7 @@ from torch.utils.data import DataLoader
 from mvssl_plugin.config.data import SMALL_IMAGE_DATASETS, TORCHVISION_DATASETS
 from mvssl_plugin.data.scan import CheckedLoader
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.imagefolder import is_image_folder_tree
+from mvssl_plugin.imagefolder import is_image_folder_tree, match_classes
 
 #: ``screen(key, files)``: the usable files among a data path's files (see
 #: :func:`mvssl_plugin.data.scan.screen_files`); raises DataError for bad ones
@@ -158,11 +158,32 @@ def pretrain_loader(cfg: DictConfig, transform: Callable, screen: Optional[Scree
     return prepare_pretrain_dataloader(cfg, dataset)
 
 
+def label_by_name(train_set, val_set, keys: Tuple[str, str] = ("data.train_path", "data.val_path")) -> None:
+    """Relabels an ImageFolder validation set with the training set's class indices, matched
+    by folder name (:func:`~mvssl_plugin.imagefolder.match_classes`: raises ConfigError for
+    names the training set lacks). torchvision numbers each tree's sorted folders on its own;
+    a validation tree holding a subset of the classes keeps its images, labelled as the
+    classifier's outputs are. Labels live in ``samples`` (what ImageFolder, the memory loaders
+    and :func:`dataset_labels` read); ``targets`` and ``class_to_idx`` follow."""
+    if not all(hasattr(d, "samples") and hasattr(d, "class_to_idx") for d in (train_set, val_set)):
+        return  # torchvision's CIFAR/STL archives: one fixed class list
+    train_classes = sorted(train_set.class_to_idx, key=train_set.class_to_idx.get)
+    index, _ = match_classes(train_classes, sorted(val_set.class_to_idx, key=val_set.class_to_idx.get), *keys)
+    new = {old: index[name] for name, old in val_set.class_to_idx.items()}
+    if all(old == label for old, label in new.items()):
+        return
+    val_set.samples = [(path, new[label]) for path, label in val_set.samples]
+    val_set.imgs = val_set.samples
+    val_set.targets = [label for _, label in val_set.samples]
+    val_set.class_to_idx = {name: index[name] for name in val_set.class_to_idx}
+
+
 def classification_datasets(
     cfg: DictConfig, t_train: Callable, t_val: Callable, data_fraction: float = -1.0, screen: Optional[Screen] = None
 ):
     """solo-learn's labelled (train, val) datasets with the given transforms, ImageFolder
-    aware; ``screen`` drops or names bad files."""
+    aware, validation labels matched to the training classes by folder name
+    (:func:`label_by_name`); ``screen`` drops or names bad files."""
     from solo.data.classification_dataloader import prepare_datasets
 
     train_set, val_set = prepare_datasets(
@@ -175,6 +196,7 @@ def classification_datasets(
         download=bool(cfg.data.get("download", False)),
         data_fraction=data_fraction,
     )
+    label_by_name(train_set, val_set)
     return screened(train_set, "data.train_path", screen), screened(val_set, "data.val_path", screen)
 
 

@@ -167,8 +167,16 @@ def screen_files(
         DataError: naming the bad files and the fix (``skip_key``, the option that skips
             them, when the caller has one), unless ``skip_bad``, in which case they are
             dropped with a printed count (and, when all are bad, still raises).
+
+    A file reached by several paths (a symlink loop, a linked file) is kept at its first
+    path only, with one notice (:func:`~mvssl_plugin.imagefolder.first_of_each_file`).
     """
-    scan = scan_images(files, threads=threads)
+    from mvssl_plugin.imagefolder import duplicate_notice, first_of_each_file
+
+    unique, dropped = first_of_each_file([str(f) for f in files])
+    if dropped:
+        notify(duplicate_notice(key, dropped, len(files)))
+    scan = scan_images(unique, threads=threads)
     bad = scan.bad + odd_sized(scan, same_size, same_aspect)
     if not bad:
         return list(scan.files)

@@ -1,5 +1,6 @@
 """Offline kNN over a grid of k, temperature and distance, with solo-learn's
-``WeightedKNNClassifier``, on features computed once."""
+``WeightedKNNClassifier`` (its number of classes taken from both sets), on features
+computed once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,50 @@ import torch
 
 FEATURE_TYPES = ("backbone", "projector")
 DISTANCES = ("cosine", "euclidean")
+
+
+def all_classes_knn(k: int, temperature: float, distance: str):
+    """solo-learn's ``WeightedKNNClassifier`` with one change: the number of classes is that
+    of both sets (the largest label + 1), not the distinct labels of the test set, so a test
+    set of some of the training classes (validation labels matched by name) does not index
+    past its vote table (solo-learn's ``compute`` fails there with an IndexError). With every
+    class in the test set the two agree: the same loop, the same numbers."""
+    import torch.nn.functional as F
+    from solo.utils.knn import WeightedKNNClassifier
+
+    class AllClassesKNN(WeightedKNNClassifier):
+        @torch.no_grad()
+        def compute(self):
+            if not self.train_features or not self.test_features:
+                return -1, -1
+            train_x, train_y = torch.cat(self.train_features), torch.cat(self.train_targets)
+            test_x, test_y = torch.cat(self.test_features), torch.cat(self.test_targets)
+            if self.distance_fx == "cosine":
+                train_x, test_x = F.normalize(train_x), F.normalize(test_x)
+            num_classes = int(max(train_y.max(), test_y.max())) + 1
+            chunk = min(max(1, self.max_distance_matrix_size // train_y.size(0)), test_y.size(0))
+            k = min(self.k, train_y.size(0))
+            top1 = top5 = 0.0
+            for first in range(0, test_y.size(0), chunk):
+                features, targets = test_x[first : first + chunk], test_y[first : first + chunk]
+                if self.distance_fx == "cosine":
+                    similarities = features @ train_x.t()
+                else:
+                    similarities = 1 / (torch.cdist(features, train_x) + self.epsilon)
+                similarities, indices = similarities.topk(k, largest=True, sorted=True)
+                neighbours = torch.gather(train_y.view(1, -1).expand(len(targets), -1), 1, indices)
+                votes = torch.zeros(len(targets) * k, num_classes, device=train_x.device)
+                votes.scatter_(1, neighbours.view(-1, 1), 1)
+                if self.distance_fx == "cosine":
+                    similarities = similarities.clone().div_(self.T).exp_()
+                probs = (votes.view(len(targets), -1, num_classes) * similarities.view(len(targets), -1, 1)).sum(1)
+                correct = probs.sort(1, True)[1].eq(targets.view(-1, 1))
+                top1 += correct.narrow(1, 0, 1).sum().item()
+                top5 += correct.narrow(1, 0, min(5, k, correct.size(-1))).sum().item()
+            self.reset()
+            return top1 * 100.0 / test_y.size(0), top5 * 100.0 / test_y.size(0)
+
+    return AllClassesKNN(k=k, T=temperature, distance_fx=distance)
 
 
 def knn_grid(
@@ -25,8 +70,6 @@ def knn_grid(
 
     ``train`` / ``val``: :func:`~mvssl_plugin.eval.features.extract_features` outputs.
     Temperature only weighs cosine neighbours; euclidean rows leave it empty."""
-    from solo.utils.knn import WeightedKNNClassifier
-
     rows = []
     for feature in feature_types:
         if feature not in train:
@@ -35,7 +78,7 @@ def knn_grid(
         for k in ks:
             for distance in distances:
                 for temperature in temperatures if distance == "cosine" else [None]:
-                    classifier = WeightedKNNClassifier(k=k, T=temperature or 0.07, distance_fx=distance)
+                    classifier = all_classes_knn(k, temperature or 0.07, distance)
                     classifier(
                         train_features=train[feature],
                         train_targets=train["labels"],

@@ -23,7 +23,7 @@ from mvssl_plugin.config import (
     select,
     set_crop_counts,
 )
-from mvssl_plugin.config.data import nested_folder_notices
+from mvssl_plugin.config.data import class_match_notices, nested_folder_notices
 from mvssl_plugin.config.keys import check_keys
 from mvssl_plugin.data.folders import Screen, eval_keeps_size
 from mvssl_plugin.errors import ConfigError
@@ -84,7 +84,7 @@ def check_pretrain_cfg(
     key_warnings = check_keys(cfg, "pretrain", methods[cfg.method], plugin_method=is_multiview(cfg.method))
     with telling(key_warnings):
         check_data(cfg)
-        notices = key_warnings + nested_folder_notices(cfg)
+        notices = key_warnings + nested_folder_notices(cfg) + class_match_notices(cfg)
         check_augmentations(cfg)
         set_crop_counts(cfg)
         check_training_keys(cfg, optimizers)
@@ -138,7 +138,7 @@ def check_linear_cfg(cfg: DictConfig, backbones: Dict, optimizers: Tuple[str, ..
     with telling(key_warnings):
         notices = key_warnings + resolve_checkpoint(cfg)
         check_data(cfg)
-        notices += nested_folder_notices(cfg)
+        notices += nested_folder_notices(cfg) + class_match_notices(cfg)
         if select(cfg, "data.val_path") is None:
             raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")
         check_training_keys(cfg, optimizers)
