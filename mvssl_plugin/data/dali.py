@@ -13,6 +13,11 @@ epoch's augmentations come from a pipeline seeded by (seed, epoch, rank). A run 
 from a checkpoint therefore sees the very images and views the uninterrupted run would.
 Lightning sets the epoch through ``loader.sampler.set_epoch`` as for any DataLoader.
 
+Pixels: DALI decodes JPEGs and PNGs of at most 8 bits a sample from their bytes (the same
+pixels as PIL's, tested); every other file (TIFF, 16-bit PNG, BMP, PNM, WebP) is decoded by
+the shared decode of :mod:`mvssl_plugin.data.pixels`, which the other formats use, and
+reaches DALI as an 8-bit RGB PNG. EXIF orientation is ignored, as torchvision's loader does.
+
 Known differences from torchvision's transforms: DALI's contrast pivots on mid-grey (not
 on the image's mean), and grayscale is applied as zero saturation inside the same color
 twist (torchvision's luma weights).
@@ -29,6 +34,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
+from mvssl_plugin.data.pixels import dali_reads_as_is, rgb_png_bytes
 from mvssl_plugin.data.views import (  # noqa: F401 (re-exported)
     EpochShards,
     ViewRecipe,
@@ -124,6 +130,15 @@ def one_view(images, recipe: ViewRecipe):
     )
 
 
+def decode(encoded, device: str):
+    """DALI's decode of the bytes :meth:`FileBatches.read` hands it -> HWC uint8 RGB, EXIF
+    orientation ignored (as torchvision's loader)."""
+    from nvidia.dali import fn, types
+
+    mode = "mixed" if device == "gpu" else "cpu"
+    return fn.decoders.image(encoded, device=mode, output_type=types.RGB, adjust_orientation=False)
+
+
 def build_pipeline(
     source: Callable[[], Tuple[List[np.ndarray], List[np.ndarray]]],
     recipes: Sequence[ViewRecipe],
@@ -136,12 +151,12 @@ def build_pipeline(
 ):
     """A DALI pipeline yielding ``(index, view_1, ..., view_m)`` per batch; ``source``
     returns one batch of (encoded file bytes, dataset index)."""
-    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali import fn, pipeline_def
 
     @pipeline_def(enable_conditionals=True)
     def multiview():
         encoded, index = fn.external_source(source=source, num_outputs=2, batch=True, no_copy=False)
-        images = fn.decoders.image(encoded, device="mixed" if device == "gpu" else "cpu", output_type=types.RGB)
+        images = decode(encoded, device)
         views = [one_view(images, recipe) for recipe in recipes for _ in range(recipe.num_crops)]
         return (index, *views)
 
@@ -174,8 +189,22 @@ class FileBatches:
         chosen = self.order[self.position : self.position + self.batch_size]
         self.position += self.batch_size
         self.recent.append(chosen)
-        encoded = [np.fromfile(self.files[i], dtype=np.uint8) for i in chosen]
+        encoded = [self.read(self.files[i]) for i in chosen]
         return encoded, [np.array(i, dtype=np.int64) for i in chosen]
+
+    @staticmethod
+    def read(path: str) -> np.ndarray:
+        """The bytes DALI decodes for ``path``: the file's own where DALI's decoder gives the
+        shared decode's pixels (JPEG, PNG of <= 8 bits), else those pixels as an 8-bit RGB PNG
+        (:mod:`mvssl_plugin.data.pixels`)."""
+        data = np.fromfile(path, dtype=np.uint8)
+        if dali_reads_as_is(data):
+            return data
+        try:
+            return np.frombuffer(rgb_png_bytes(path), dtype=np.uint8)
+        except Exception as err:
+            reason = f"{type(err).__name__}: {err}"
+            raise DataError(f"cannot read image {path} ({reason}): delete or replace the file") from None
 
     def recent_files(self) -> List[str]:
         return [self.files[i] for batch in self.recent for i in batch]

@@ -12,9 +12,10 @@ import os
 from typing import Callable, List, Optional, Tuple
 
 from omegaconf import DictConfig
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 from mvssl_plugin.config.data import SMALL_IMAGE_DATASETS, TORCHVISION_DATASETS
+from mvssl_plugin.data.pixels import load_rgb
 from mvssl_plugin.data.scan import CheckedLoader
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.imagefolder import is_image_folder_tree, match_classes
@@ -83,10 +84,37 @@ def keep_files(dataset, files: List[str]) -> None:
         dataset.images = [name for name in dataset.images if os.path.join(dataset.root, name) in keep]
 
 
+class UnlabelledFolder(Dataset):
+    """solo-learn's unlabelled pretraining folder (``dataset_with_index(CustomDatasetWithoutLabels)``:
+    ``root``, ``images``, ``transform``; items ``(index, image, -1)``), reading through
+    :data:`loader` where solo-learn's opens files itself with PIL's ``convert("RGB")``.
+    :func:`screened` gives such a dataset this class."""
+
+    loader = CheckedLoader(load_rgb)
+
+    def __getitem__(self, index: int):
+        x = self.loader(os.path.join(self.root, self.images[index]))
+        return index, (self.transform(x) if self.transform is not None else x), -1
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+
+def _solo_unlabelled(dataset) -> bool:
+    from solo.data.pretrain_dataloader import CustomDatasetWithoutLabels
+
+    return isinstance(dataset, CustomDatasetWithoutLabels) and type(dataset).__name__ == "DatasetWithIndex"
+
+
 def screened(dataset, key: str, screen: Optional[Screen]):
-    """``dataset`` with only the files ``screen`` keeps, its reads naming the file they fail on."""
-    if hasattr(dataset, "loader") and not isinstance(dataset.loader, CheckedLoader):
-        dataset.loader = CheckedLoader(dataset.loader)
+    """``dataset`` with only the files ``screen`` keeps, read by the decode every format
+    shares (:func:`mvssl_plugin.data.pixels.load_rgb`: 16-bit and float images scaled, not
+    clipped), its reads naming the file they fail on."""
+    if hasattr(dataset, "loader"):
+        if not isinstance(dataset.loader, CheckedLoader):
+            dataset.loader = CheckedLoader(load_rgb)
+    elif _solo_unlabelled(dataset):
+        dataset.__class__ = UnlabelledFolder
     files = dataset_files(dataset) if screen is not None else None
     if files is not None:
         kept = screen(key, files)

@@ -71,6 +71,7 @@ import json
 import logging
 import math
 import os
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -80,18 +81,20 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from mvssl_plugin.data.pixels import load_rgb
 from mvssl_plugin.data.views import EpochShards, ViewRecipe, process_group, split_over
 from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.resources import available_ram
 
 log = logging.getLogger(__name__)
 
-#: Square size the images are stored at when they differ in size and ``memory.size`` is unset.
+#: Largest square side the images are stored at when no size is shared by half of them and
+#: ``memory.size`` is unset (:func:`_stored_shape`).
 MIXED_SIZE_DEFAULT = 256
 #: Share of the free memory the uint8 data set may take: the rest is the model's (GPU) or
 #: the system's and the other processes' (RAM).
 FREE_SHARE = {"cuda": 0.5, "cpu": 0.8}
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: one decode for all formats (mvssl_plugin.data.pixels), the stored-shape rule
 
 # ----------------------------------------------------------------------------------------
 # Decoding once, and the cache on disk.
@@ -163,41 +166,60 @@ def _undecodable(path: str, err: Exception) -> DataError:
     return DataError(f"PIL cannot decode {path} ({type(err).__name__}: {err}): delete or replace the file")
 
 
-def _stored_shape(files: Sequence[str], size: Optional[int]) -> Tuple[int, int]:
-    """(H, W) every image is stored at: as decoded when all agree and no size is asked
-    for, else square ``size`` (:data:`MIXED_SIZE_DEFAULT` when unset)."""
+def _image_sizes(files: Sequence[str]) -> List[Tuple[int, int]]:
+    """Each file's (width, height), from its header."""
     from PIL import Image
 
-    if size is not None:
-        return int(size), int(size)
-    shapes = set()
+    sizes = []
     for path in files:
         try:
             with Image.open(path) as image:
-                shapes.add(image.size)
+                sizes.append(image.size)
         except Exception as err:
             raise _undecodable(path, err) from None
-        if len(shapes) > 1:
-            return MIXED_SIZE_DEFAULT, MIXED_SIZE_DEFAULT
-    ((width, height),) = shapes
-    return height, width
+    return sizes
+
+
+def _stored_shape(files: Sequence[str], size: Optional[int]) -> Tuple[Tuple[int, int], int, str]:
+    """((H, W) every image is stored at, how many images are resized to it, why that shape).
+
+    The shape follows the bulk of the data, never its outliers: ``size`` x ``size`` when
+    asked for; else the images' shape when they all share one, or when at least half of
+    them do (CIFAR with a few large photos stays 32 x 32); else a square of their median
+    shorter side, at most :data:`MIXED_SIZE_DEFAULT`. Images of the stored shape are kept
+    pixel for pixel, so their views are exactly what they would be without the others; a
+    resized image's views are cut from its stored copy (shorter side scaled to fit, the
+    longer side centre-cropped to the stored aspect): no sharper than the stored
+    resolution, and missing only the cropped margins. The cache therefore takes
+    N x 3 x H x W bytes (:func:`memory_bytes_needed`) whatever a few files' sizes.
+    """
+    sizes = _image_sizes(files)
+    (common, count), *_ = Counter(sizes).most_common(1) or [((size or 1, size or 1), 0)]
+    if size is not None:
+        shape, why = (int(size), int(size)), "memory.size"
+    elif 2 * count >= len(sizes):
+        shape, why = (common[1], common[0]), f"the size of {count} of them"
+    else:
+        side = min(MIXED_SIZE_DEFAULT, int(np.median([min(w, h) for w, h in sizes])))
+        shape, why = (side, side), f"no size is shared by half: the median shorter side, at most {MIXED_SIZE_DEFAULT}"
+    return shape, sum((h, w) != shape for w, h in sizes), why
 
 
 def _decode_one(path: str, height: int, width: int) -> np.ndarray:
-    """(3, H, W) uint8; other sizes are resized (shorter side, bicubic) and centre-cropped,
-    so objects keep their aspect ratio."""
+    """(3, H, W) uint8 (:func:`mvssl_plugin.data.pixels.load_rgb`, every format's decode);
+    other sizes are resized (shorter side, bicubic) and centre-cropped, so objects keep
+    their aspect ratio."""
     from PIL import Image
 
     try:
-        with Image.open(path) as image:
-            image = image.convert("RGB")
-            if image.size != (width, height):
-                scale = max(width / image.width, height / image.height)
-                resized = (max(width, round(image.width * scale)), max(height, round(image.height * scale)))
-                image = image.resize(resized, Image.Resampling.BICUBIC)
-                left, top = (resized[0] - width) // 2, (resized[1] - height) // 2
-                image = image.crop((left, top, left + width, top + height))
-            return np.asarray(image, dtype=np.uint8).transpose(2, 0, 1)
+        image = load_rgb(path)
+        if image.size != (width, height):
+            scale = max(width / image.width, height / image.height)
+            resized = (max(width, round(image.width * scale)), max(height, round(image.height * scale)))
+            image = image.resize(resized, Image.Resampling.BICUBIC)
+            left, top = (resized[0] - width) // 2, (resized[1] - height) // 2
+            image = image.crop((left, top, left + width, top + height))
+        return np.asarray(image, dtype=np.uint8).transpose(2, 0, 1)
     except DataError:
         raise
     except Exception as err:
@@ -223,11 +245,13 @@ def decode_to_uint8(
     *,
     check: Optional[Callable[[Tuple[int, int, int, int]], None]] = None,
     threads: Optional[int] = None,
+    notify: Optional[Callable[[str], None]] = None,
 ) -> torch.Tensor:
     """Every image of ``files`` decoded once, in the given order -> (N, 3, H, W) uint8.
 
-    Images keep their size when all share one and ``size`` is None (CIFAR stays 32 x 32);
-    else each is resized to ``size`` x ``size``. With ``cache_dir`` the array is kept there
+    Images are stored at :func:`_stored_shape`'s shape (the images' own when they share
+    one, ``size`` x ``size`` when given); the others are resized to it, and ``notify``
+    (when given) is told how many. With ``cache_dir`` the array is kept there
     (``<hash>.npy``, written atomically) and read back by the next call on the same files
     (same paths, modification times and sizes) instead of decoding. ``check`` sees the
     shape before any decoding (e.g. :func:`check_fits`). Raises :class:`DataError` naming
@@ -250,9 +274,14 @@ def decode_to_uint8(
                 back = np.empty(len(files), dtype=np.int64)
                 back[order] = np.arange(len(files))
                 return torch.from_numpy(np.ascontiguousarray(array[back]))
-    height, width = _stored_shape(files, size)
+    (height, width), resized, why = _stored_shape(files, size)
     if check is not None:
         check((len(files), 3, height, width))
+    if resized and notify is not None:
+        notify(
+            f"data.format=memory: {resized} of {len(files)} images are resized to the stored {width}x{height} px "
+            f"({why}; shorter side to fit, bicubic, centre crop)"
+        )
     array = np.empty((len(files), 3, height, width), dtype=np.uint8)
 
     def decode_into(slot: int) -> None:
@@ -680,7 +709,9 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
     def fits(shape: Tuple[int, int, int, int]) -> None:
         check_fits(memory_bytes_needed(shape[0], shape[2], shape[3]), device, copies)
 
-    images = decode_to_uint8(files, None if size is None else int(size), cache, check=fits)
+    images = decode_to_uint8(
+        files, None if size is None else int(size), cache, check=fits, notify=lambda text: print(f"mvssl: {text}")
+    )
     return MemoryMultiViewLoader(
         images,
         targets,
@@ -828,7 +859,8 @@ def _decoded_labelled_set(cfg: DictConfig, key: str, dataset, size: int, device:
     def fits(shape: Tuple[int, int, int, int]) -> None:
         check_fits(memory_bytes_needed(shape[0], shape[2], shape[3]), device)
 
-    return decode_to_uint8(files, size, cache, check=fits), labels
+    notify = lambda text: print(f"mvssl: {key}: {text}")  # noqa: E731
+    return decode_to_uint8(files, size, cache, check=fits, notify=notify), labels
 
 
 def probe_memory_loaders(

@@ -70,6 +70,8 @@ def inspect_file(path: str, decode: bool = False) -> Tuple[Optional[Size], Optio
     """
     from PIL import Image, UnidentifiedImageError
 
+    from mvssl_plugin.data.pixels import to_rgb
+
     try:
         length = os.path.getsize(path)
     except OSError as err:
@@ -88,7 +90,7 @@ def inspect_file(path: str, decode: bool = False) -> Tuple[Optional[Size], Optio
                     return None, f"truncated {fmt}: no end-of-image marker"
                 image.fp.seek(0)
             if decode:
-                image.convert("RGB")
+                to_rgb(image)
     except UnidentifiedImageError:
         return None, "not an image PIL can read"
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
