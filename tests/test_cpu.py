@@ -39,30 +39,43 @@ def test_the_tests_width_trains_channels_last_on_avx2(tiny_cifar, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "cores, processes, workers, data_format, expected",
+    "cores, processes, workers, expected",
     [
-        (2, 1, 2, "image_folder", (1, 2)),  # the workers take the cores; torch one thread
-        (2, 1, 4, "image_folder", (1, 2)),  # more workers than cores: capped
-        (2, 1, 0, "image_folder", (2, 0)),
-        (2, 1, 0, "memory", (2, 0)),  # augmentations are torch ops of the training process
-        (16, 1, 4, "image_folder", (12, 4)),
-        (16, 4, 4, "dali", (1, 4)),
-        (2, 4, 2, "image_folder", (1, 1)),  # more processes than cores: one each
+        (2, 1, 2, (2, 2)),
+        (2, 1, 4, (2, 2)),  # more workers than cores: capped
+        (2, 1, 0, (2, 0)),
+        (16, 4, 8, (4, 4)),  # CPU DDP: a share each (torch's default gives each all 16)
+        (2, 4, 2, (1, 1)),  # more processes than cores: one each
     ],
 )
-def test_plan_cpu_threads(cores, processes, workers, data_format, expected):
-    assert plan_cpu_threads(cores, processes, workers, data_format) == expected
+def test_plan_cpu_threads(cores, processes, workers, expected):
+    assert plan_cpu_threads(cores, processes, workers) == expected
 
 
 def test_a_cpu_run_chooses_its_threads_and_caps_its_workers(tiny_cifar, tmp_path):
     workers = usable_cores() + 2
     result = pretrain(tiny_cifar, tmp_path, env={"OMP_NUM_THREADS": None}, **{"data.num_workers": workers})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    threads, capped = plan_cpu_threads(usable_cores(), 1, workers, "image_folder")
+    threads, capped = plan_cpu_threads(usable_cores(), 1, workers)
     assert f"data.num_workers={workers} on {usable_cores()} CPU cores" in result.stdout
     (run_dir,) = (tmp_path / "mabt").iterdir()
     args = read_json(run_dir / ARGS)
     assert (args["performance"]["cpu_threads"], args["data"]["num_workers"]) == (threads, capped)
+
+
+@pytest.mark.parametrize(
+    "extra, env, wait",
+    [
+        ({"data.num_workers": 1}, {"OMP_WAIT_POLICY": None}, "PASSIVE"),  # workers share the cores
+        ({"data.num_workers": 1}, {"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE"),  # the user's word
+        ({"data.format": "memory"}, {"OMP_WAIT_POLICY": None}, "default"),  # no workers: spinning pays
+    ],
+)
+def test_openmp_threads_sleep_where_loader_workers_share_the_cores(extra, env, wait, tiny_cifar, tmp_path):
+    result = pretrain(tiny_cifar, tmp_path, env=env, **extra)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (hardware,) = [line for line in result.stdout.splitlines() if line.strip().startswith("hardware")]
+    assert f"(OpenMP wait {wait})" in hardware, hardware
 
 
 def test_omp_num_threads_and_the_key_win_over_the_rule(tiny_cifar, tmp_path):

@@ -177,4 +177,3 @@ def test_a_corrupt_run_file_is_one_line_naming_it(broken, tiny_cifar, run_copy):
         knn = ["--pretrained_checkpoint_dir", str(run_dir), "--dataset", "cifar10", "--num_workers", "0"]
         knn += ["--train_data_path", tiny_cifar["train"], "--val_data_path", tiny_cifar["test"]]
         assert_one_line(run_entry("main_knn.py", knn, out), 2, str(path), "not readable JSON")
-

@@ -1,1 +1,1 @@
-"""Hydra entry points (``main_pretrain.py``, ``main_linear.py`` and the console scripts)."""
+"""The entry points (``main_*.py``, ``mvssl-*`` console scripts): parse, call a flow, report."""

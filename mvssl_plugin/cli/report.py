@@ -4,6 +4,7 @@ only the dependency notices known to be harmless silenced (by message)."""
 from __future__ import annotations
 
 import functools
+import os
 import re
 import sys
 import warnings
@@ -72,6 +73,22 @@ def report_errors(task: Callable[..., T]) -> Callable[..., T]:
     return wrapped
 
 
+def with_openmp_wait(task: Callable[..., T]) -> Callable[..., T]:
+    """Sets OpenMP's wait policy for the run (:func:`~mvssl_plugin.config.hardware.openmp_wait_policy`)
+    before the task imports torch, unless the environment already says one."""
+
+    @functools.wraps(task)
+    def wrapped(cfg, *args, **kwargs):
+        from mvssl_plugin.config.hardware import openmp_wait_policy
+
+        policy = openmp_wait_policy(cfg)
+        if policy and "OMP_WAIT_POLICY" not in os.environ and "torch" not in sys.modules:
+            os.environ["OMP_WAIT_POLICY"] = policy
+        return task(cfg, *args, **kwargs)
+
+    return wrapped
+
+
 def run_hydra(task: Callable, kind: str) -> None:
     """Runs ``task`` as a Hydra app whose recipes live under scripts/<kind>/."""
     import hydra
@@ -83,4 +100,4 @@ def run_hydra(task: Callable, kind: str) -> None:
         sys.argv = [sys.argv[0]] + with_recipe_path(sys.argv[1:], kind)
     except ConfigError as err:
         fail(str(err), ConfigError.exit_status)
-    hydra.main(version_base="1.2", config_path=None)(report_errors(task))()
+    hydra.main(version_base="1.2", config_path=None)(report_errors(with_openmp_wait(task)))()

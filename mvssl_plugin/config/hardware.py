@@ -88,23 +88,33 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def plan_cpu_threads(cores: int, processes: int, workers: int, data_format: str) -> Tuple[int, int]:
-    """(torch intra-op threads, loader workers) per process for a CPU run.
+def plan_cpu_threads(cores: int, processes: int, workers: int) -> Tuple[int, int]:
+    """(torch intra-op threads, loader workers) per process for a CPU run: each process an
+    equal share of the cores (torch's default gives every process all of them), and no more
+    loader workers than that share.
 
-    Why: torch's default takes one OpenMP thread per core, and its threads spin-wait
-    between operations; beside loader workers (or other processes) on a small machine they
-    wait on each other instead of computing (an 18-step CPU run took 216 s with torch's
-    defaults, 17 s with one thread, on a 2-core machine shared with other work; see
-    benchmarks/bench_threads.py). So each process gets an equal share of the cores, the
-    loader workers are capped at that share, and torch takes what the workers leave, at
-    least one thread. The in-memory format has no workers: its augmentations are torch ops
-    in the training process, so torch takes the whole share. DALI's CPU threads count as
-    workers."""
+    Why the share and not fewer threads: with OpenMP's passive wait where loader workers
+    share the cores (:func:`openmp_wait_policy`), the whole share was fastest both on a quiet
+    2-core machine and beside other work; one thread took 1.24x to 1.29x the time on the quiet
+    machine (benchmarks/bench_threads.py, README "Hardware")."""
     share = max(1, cores // max(1, processes))
-    if data_format == "memory":
-        return share, workers
-    workers = min(workers, share)
-    return max(1, share - workers), workers
+    return share, min(workers, share)
+
+
+def openmp_wait_policy(cfg: DictConfig) -> str | None:
+    """``PASSIVE`` for a run whose loader workers share the cores with torch's threads, else
+    None (OpenMP's default, spinning). Must be in the environment before torch is imported
+    (OpenMP reads it once): the entry points set it before the flow starts.
+
+    Why: torch's OpenMP threads spin between operations; beside busy loader workers, or other
+    work on a small machine, they wait on each other instead of computing. On 2 cores a CPU
+    pretraining run with 2 loader workers took 0.87x to 0.90x the time with passive threads on
+    a quiet machine and 0.67x to 0.73x beside one busy process; the in-memory format (no
+    workers) took 1.17x on the quiet machine, so it keeps the default
+    (benchmarks/bench_threads.py)."""
+    workers = select(cfg, "data.num_workers", 0)
+    uses_workers = is_int(workers) and workers > 0 and select(cfg, "data.format", "image_folder") != "memory"
+    return "PASSIVE" if uses_workers else None
 
 
 def set_cpu_threads(cfg: DictConfig, processes: int) -> list[str]:
@@ -118,13 +128,12 @@ def set_cpu_threads(cfg: DictConfig, processes: int) -> list[str]:
     if requested != AUTO and not (is_int(requested) and requested >= 1):
         raise ConfigError(f"performance.cpu_threads={requested!r}: use auto or an integer >= 1")
     workers = int(select(cfg, "data.num_workers", 0) or 0)
-    data_format = str(select(cfg, "data.format", "image_folder"))
-    threads, capped = plan_cpu_threads(usable_cores(), processes, workers, data_format)
+    threads, capped = plan_cpu_threads(usable_cores(), processes, workers)
     if capped < workers:
         cfg.data.num_workers = capped
         notices.append(
             f"data.num_workers={workers} on {usable_cores()} CPU cores for {processes} process(es): "
-            f"using {capped} loader worker(s) so that they and torch's threads do not fight for the cores"
+            f"using {capped} loader worker(s): more processes than cores only wait on each other"
         )
     if requested != AUTO:
         threads = int(requested)

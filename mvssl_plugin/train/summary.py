@@ -64,8 +64,19 @@ def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[
             f"{cfg.optimizer.batch_size} per process x {processes}; {steps_per_epoch} steps per epoch; "
             f"{cfg.max_epochs} epochs"
         ),
-        "hardware": f"{cfg.accelerator}, {processes} process(es), precision {cfg.precision}",
+        "hardware": f"{cfg.accelerator}, {processes} process(es), precision {cfg.precision}" + cpu_text(cfg),
     }
+
+
+def cpu_text(cfg: DictConfig) -> str:
+    """``; 2 torch threads (OpenMP wait PASSIVE), 2 loader workers`` on the CPU, else nothing."""
+    if cfg.accelerator != "cpu":
+        return ""
+    import os
+
+    wait = os.environ.get("OMP_WAIT_POLICY", "default")
+    threads = select(cfg, "performance.cpu_threads")
+    return f"; {threads} torch thread(s) (OpenMP wait {wait}), {cfg.data.num_workers} loader worker(s)"
 
 
 def format_block(facts: Dict[str, str]) -> str:
