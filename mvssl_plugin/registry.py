@@ -18,6 +18,7 @@ from mvssl_plugin.config.beta import BARLOW_SLOT, VICREG_SLOT, BetaSlot
 METHODS: Dict[str, str] = {
     "mabt": "mvssl_plugin.methods.mabt:MultiAugBarlowTwins",
     "mavicreg": "mvssl_plugin.methods.mavicreg:MultiAugVICReg",
+    "mmcr": "mvssl_plugin.methods.mmcr:MultiViewMMCR",
 }
 BACKBONES: Dict[str, str] = {
     "narrow_resnet18": "mvssl_plugin.backbones.narrow_resnet:narrow_resnet18",
@@ -51,10 +52,15 @@ def is_multiview(method: Optional[str]) -> bool:
     return method in METHODS
 
 
+def method_class(method: Optional[str]) -> Optional[Type]:
+    """The plugin's class for ``method``; None for solo-learn's own methods."""
+    return load(METHODS[method]) if method in METHODS else None
+
+
 def beta_slot(method: Optional[str]) -> Optional[BetaSlot]:
     """Where ``method`` keeps its orthogonality weight; None for methods without one."""
     if method in METHODS:
-        return load(METHODS[method]).BETA_SLOT
+        return method_class(method).BETA_SLOT
     return BUILTIN_BETA_SLOTS.get(method)
 
 

@@ -10,6 +10,7 @@ from helpers import solo_shaped_cfg, tiny_overrides
 
 from mvssl_plugin.cli.recipes import compose_recipe
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.registry import METHODS
 from mvssl_plugin.train.pretrain import pretrain
 
 # key -> values that must be refused (each a Hydra override value)
@@ -100,20 +101,33 @@ def test_random_combinations_of_invalid_values(tiny_cifar, tmp_path):
 
 # solo-learn's own test configs (data.num_large_crops, no augmentations), built directly
 METHOD_KEYS = [(k, v) for k, v in CASES if k.lstrip("+").startswith("method_kwargs.")] + [
+    ("+method_kwargs.local_weight", -1),
     ("data.num_large_crops", 1),
     ("data.num_large_crops", 0),
 ]
 
 
-@pytest.mark.parametrize("method", ["mabt", "mavicreg"])
+def reads(method: str, key: str) -> bool:
+    """Whether ``method`` reads ``key``: the shared keys, its defaults and its rules."""
+    from mvssl_plugin.registry import method_class
+
+    if not key.startswith("method_kwargs."):
+        return True
+    cls = method_class(method)
+    name = key[len("method_kwargs.") :]
+    ruled = {rule[0].split(".")[-1] for rule in cls.RULES}
+    return name in ("proj_output_dim", "proj_hidden_dim") or name in cls.defaults() or name in ruled
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
 @pytest.mark.parametrize("key,value", METHOD_KEYS, ids=[f"{k}={v}" for k, v in METHOD_KEYS])
 def test_solo_shaped_configs_are_refused_by_name_when_built_directly(method, key, value):
     from omegaconf import OmegaConf
 
     import mvssl_plugin
 
-    if method == "mavicreg" and key.lstrip("+") in ("method_kwargs.lamb", "method_kwargs.scale_loss"):
-        pytest.skip("a Barlow Twins key")
+    if not reads(method, key.lstrip("+")):
+        pytest.skip(f"{method} does not read {key}")
     cfg = solo_shaped_cfg(method, num_large=4)
     OmegaConf.update(cfg, key.lstrip("+"), value, force_add=True)
     with pytest.raises(ConfigError) as err:

@@ -1,6 +1,7 @@
-"""solo-learn's method contract: ``mabt`` / ``mavicreg`` built the way solo-learn's own tests
+"""solo-learn's method contract: every registered method built the way solo-learn's own tests
 build its methods (a config with ``data.num_large_crops`` / ``num_small_crops`` and no
-``augmentations``, the class called directly, Lightning ``fast_dev_run``), at m = 2 and 4."""
+``augmentations``, the class called directly, Lightning ``fast_dev_run``), at m = 2 and 4.
+Parametrized over the registry: a new method is covered without editing this file."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from torch.utils.data import DataLoader, Dataset
 
 import mvssl_plugin
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
+from mvssl_plugin.registry import METHODS, beta_slot, method_class
+
+#: the registered methods of the Barlow Twins / VICReg family (an orthogonality weight, objectives)
+FAMILY = sorted(m for m in METHODS if issubclass(method_class(m), BarlowVICRegMethod))
 
 
 class RandomViews(Dataset):
@@ -54,15 +60,20 @@ def methods():
     return mvssl_plugin.register()
 
 
-@pytest.mark.parametrize("method", ["mabt", "mavicreg"])
+@pytest.mark.parametrize("method", sorted(METHODS))
 @pytest.mark.parametrize("num_large,num_small", [(2, 0), (4, 0), (2, 2)])
 def test_built_and_trained_as_solo_learn_builds_its_methods(methods, method, num_large, num_small):
     cfg = solo_shaped_cfg(method, num_large, num_small)
     model = methods[method](cfg)  # BaseMethod.__init__ runs add_and_assert_specific_cfg
     model.add_and_assert_specific_cfg(cfg)  # solo-learn's tests call it again: it must be idempotent
-    weight = cfg.method_kwargs.lamb if method == "mabt" else cfg.method_kwargs.cov_loss_weight
-    assert isinstance(weight, float) and weight > 0
-    assert model.learnable_params is not None
+    slot = beta_slot(method)
+    if slot is not None:  # ``auto`` resolved to a number
+        weight = cfg.method_kwargs[slot.key]
+        assert isinstance(weight, float) and weight > 0
+    # solo-learn's optimizer is built from these groups: the projector must train with the backbone
+    groups = {group["name"]: list(group["params"]) for group in model.learnable_params}
+    assert {"backbone", "classifier", "projector"} <= set(groups)
+    assert [id(p) for p in groups["projector"]] == [id(p) for p in model.projector.parameters()]
     out = model(torch.randn(4, 3, 32, 32))
     assert out["logits"].shape == (4, 5) and out["z"].shape == (4, 32) and out["feats"].shape == (4, model.features_dim)
 
@@ -73,7 +84,7 @@ def test_built_and_trained_as_solo_learn_builds_its_methods(methods, method, num
     assert any(not torch.equal(a, b) for a, b in zip(before, model.projector.parameters())), "nothing trained"
 
 
-@pytest.mark.parametrize("method", ["mabt", "mavicreg"])
+@pytest.mark.parametrize("method", sorted(METHODS))
 def test_same_config_same_beta_whichever_way_the_method_is_built(methods, method):
     """Direct construction and the entry point's early call resolve the same weights."""
     direct, early = solo_shaped_cfg(method, 4), solo_shaped_cfg(method, 4)
@@ -82,24 +93,43 @@ def test_same_config_same_beta_whichever_way_the_method_is_built(methods, method
     assert OmegaConf.to_container(direct.method_kwargs) == OmegaConf.to_container(early.method_kwargs)
 
 
-@pytest.mark.parametrize(
-    "change,match",
-    [
-        ({"data.num_large_crops": 1}, "at least 2 views"),
-        ({"method_kwargs.proj_output_dim": None}, "proj_output_dim is missing"),
-        ({"method_kwargs.proj_hidden_dim": 0}, "proj_hidden_dim=0"),
-        ({"method_kwargs.objective": "paper"}, "objective='paper'"),
-        ({"method_kwargs.projector": "mlp"}, "projector='mlp'"),
-        ({"method_kwargs.objective": "fastssl", "method_kwargs.fused_forward": False}, "one call"),
-        ({"method_kwargs.objective": "fastssl", "data.num_small_crops": 2}, "one resolution"),
-        ({"method_kwargs.view_parallel": True}, "view_parallel=true spreads"),
-        ({"method_kwargs.beta_c": -1.0}, "beta_c"),
-    ],
-    ids=lambda v: str(v)[:40],
-)
-def test_the_methods_own_checks_name_the_key(methods, change, match):
-    cfg = solo_shaped_cfg("mabt", 2)
+SHARED_CHECKS = [
+    ({"data.num_large_crops": 1}, "at least 2 views"),
+    ({"method_kwargs.proj_output_dim": None}, "proj_output_dim is missing"),
+    ({"method_kwargs.proj_hidden_dim": 0}, "proj_hidden_dim=0"),
+    ({"method_kwargs.projector": "mlp"}, "projector='mlp'"),
+    ({"method_kwargs.fused_forward": "yes"}, "fused_forward='yes'"),
+    ({"method_kwargs.view_parallel": True}, "view_parallel=true spreads"),
+]
+FAMILY_CHECKS = [
+    ({"method_kwargs.objective": "paper"}, "objective='paper'"),
+    ({"method_kwargs.objective": "fastssl", "method_kwargs.fused_forward": False}, "one call"),
+    ({"method_kwargs.objective": "fastssl", "data.num_small_crops": 2}, "one resolution"),
+    ({"method_kwargs.beta_c": -1.0}, "beta_c"),
+]
+
+
+def refused(methods, method: str, change: dict, match: str) -> None:
+    cfg = solo_shaped_cfg(method, 2)
     for key, value in change.items():
         OmegaConf.update(cfg, key, value, force_add=True)
     with pytest.raises(ConfigError, match=match):
-        methods["mabt"].add_and_assert_specific_cfg(cfg)
+        methods[method].add_and_assert_specific_cfg(cfg)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("change,match", SHARED_CHECKS, ids=lambda v: str(v)[:40])
+def test_the_shared_checks_name_the_key(methods, method, change, match):
+    refused(methods, method, change, match)
+
+
+@pytest.mark.parametrize("method", FAMILY)
+@pytest.mark.parametrize("change,match", FAMILY_CHECKS, ids=lambda v: str(v)[:40])
+def test_the_barlow_vicreg_family_checks_name_the_key(methods, method, change, match):
+    refused(methods, method, change, match)
+
+
+def test_a_method_without_an_orthogonality_weight_has_no_family_keys():
+    """MMCR: no beta, no objective or redundancy among its defaults."""
+    defaults = method_class("mmcr").defaults()
+    assert beta_slot("mmcr") is None and not {"objective", "redundancy", "lamb"} & set(defaults)

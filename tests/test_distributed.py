@@ -18,11 +18,18 @@ import torch.multiprocessing as mp
 from helpers import NEEDS_DALI
 
 from mvssl_plugin.losses import multiview_barlow_loss, multiview_vicreg_loss
+from mvssl_plugin.losses.mmcr import mmcr_loss
+
+
+def _mmcr(z: torch.Tensor, redundancy: str) -> torch.Tensor:
+    """MMCR has no redundancy modes: its local term stands in for the second case."""
+    return mmcr_loss(z, local_weight=0.0 if redundancy == "per_view" else 0.5)
+
 
 WORLD = 2
 CASES = [
     (name, fn, redundancy)
-    for name, fn in (("barlow", multiview_barlow_loss), ("vicreg", multiview_vicreg_loss))
+    for name, fn in (("barlow", multiview_barlow_loss), ("vicreg", multiview_vicreg_loss), ("mmcr", _mmcr))
     for redundancy in ("per_view", "mean")
 ]
 

@@ -155,13 +155,15 @@ def test_solo_style_relative_config_path_works(tmp_path):
 @pytest.mark.parametrize("recipe", PRETRAIN_RECIPES)
 def test_every_pretrain_recipe_composes_and_resolves_beta(recipe):
     from mvssl_plugin.config import count_views, resolve_beta
-    from mvssl_plugin.registry import beta_slot
+    from mvssl_plugin.registry import METHODS, beta_slot
 
     cfg = compose_recipe(recipe, "pretrain")
-    resolve_beta(cfg, beta_slot(cfg.method), cfg.method_kwargs.get("objective", "leave_one_out"))
-    assert cfg.method in ("mabt", "mavicreg") and count_views(cfg) >= 2
-    weight = cfg.method_kwargs.lamb if cfg.method == "mabt" else cfg.method_kwargs.cov_loss_weight
-    assert isinstance(weight, float) and weight > 0
+    assert cfg.method in METHODS and count_views(cfg) >= 2
+    slot = beta_slot(cfg.method)
+    if slot is not None:
+        resolve_beta(cfg, slot, cfg.method_kwargs.get("objective", "leave_one_out"))
+        weight = cfg.method_kwargs[slot.key]
+        assert isinstance(weight, float) and weight > 0
     assert cfg.data.dataset in find_recipe_dir(recipe, "pretrain").relative_to(REPO / "scripts" / "pretrain").parts
 
 

@@ -1,7 +1,9 @@
 """solo-learn adapters: one class per method, registered by ``mvssl_plugin.register()``."""
 
+from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
 from mvssl_plugin.methods.base import MultiViewMethod
 from mvssl_plugin.methods.mabt import MultiAugBarlowTwins
 from mvssl_plugin.methods.mavicreg import MultiAugVICReg
+from mvssl_plugin.methods.mmcr import MultiViewMMCR
 
-__all__ = ["MultiAugBarlowTwins", "MultiAugVICReg", "MultiViewMethod"]
+__all__ = ["BarlowVICRegMethod", "MultiAugBarlowTwins", "MultiAugVICReg", "MultiViewMMCR", "MultiViewMethod"]

@@ -2,9 +2,11 @@
 
 solo-learn already forwards any number of crops (large ones through the online
 classifier, small ones through ``multicrop_forward``); this class adds the projector,
-the optional one-call forward of all views, the finite-loss guard and the logging, and
-leaves each subclass its facts (defaults, kwarg rules, where beta lives) and its loss
-over the m projected views.
+the optional one-call forward of all views, view-parallel DDP, the finite-loss guard and
+the logging, and leaves each subclass its facts (defaults, kwarg rules, what its loss
+holds in memory) and its loss over the m projected views. A family of methods that shares
+more (Barlow Twins and VICReg: an orthogonality weight, the objectives) has its own class
+below its methods (``methods/barlow_vicreg.py``).
 
 The contract is solo-learn's: a method is built from any config its own methods accept
 (``data.num_large_crops`` / ``num_small_crops``, no ``augmentations`` needed), and all
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar, Dict, List, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import omegaconf
 import torch
@@ -26,11 +28,10 @@ from solo.utils.misc import omegaconf_select
 from torch import nn
 
 from mvssl_plugin.config.augmentations import count_views
-from mvssl_plugin.config.beta import BetaSlot, resolve_beta
+from mvssl_plugin.config.beta import BetaSlot
 from mvssl_plugin.config.hardware import world_size
 from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, select
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.losses import OBJECTIVES, REDUNDANCY_MODES
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
 
 #: ``solo``: solo-learn's Barlow Twins / VICReg projector (3 linear layers), so the
@@ -65,14 +66,8 @@ class MultiViewMethod(BaseMethod):
     Extra cfg settings (``method_kwargs``), shared by every multi-view method:
         proj_hidden_dim (int), proj_output_dim (int): projector widths; d is the output.
         projector (str): ``solo`` (default, 3 layers) or ``paper`` (the authors' 2 layers).
-        objective (str): ``leave_one_out`` (default: each view against the mean of the
-            others; exact m = 2 parity with solo-learn) or ``fastssl`` (the authors'
-            released loss, exactly; implies the one-call forward).
-        redundancy (str): ``per_view`` (default) or ``mean_embedding`` (a cheaper variant
-            of ours, leave_one_out only).
-        fused_forward (bool | null): forward all views of one resolution in one backbone
-            call (BatchNorm then sees m x batch images). null: on for ``fastssl``, off
-            otherwise (off keeps m = 2 bit-identical to solo-learn's two-view method).
+        fused_forward (bool): forward all views of one resolution in one backbone call
+            (BatchNorm then sees m x batch images); off by default (per-view, as solo-learn).
         view_parallel (bool): under DDP, spread the views over the processes instead of
             the images (m / world size views each, the same images everywhere).
 
@@ -82,25 +77,21 @@ class MultiViewMethod(BaseMethod):
 
     #: metric name, shared with the matching solo-learn method so curves overlay in wandb
     loss_metric: ClassVar[str] = "train_multiview_loss"
-    #: where this method keeps its orthogonality weight (``auto`` resolves into it)
-    BETA_SLOT: ClassVar[BetaSlot]
+    #: where this method keeps its orthogonality weight (``auto`` resolves into it); None: it has none
+    BETA_SLOT: ClassVar[Optional[BetaSlot]] = None
     #: this method's own kwarg defaults and rules
     DEFAULTS: ClassVar[Dict[str, Any]] = {}
     RULES: ClassVar[Tuple[Rule, ...]] = ()
     #: kwargs every multi-view method reads (solo-learn's built-ins do not)
     SHARED_DEFAULTS: ClassVar[Dict[str, Any]] = {
         "projector": "solo",
-        "objective": "leave_one_out",
-        "redundancy": "per_view",
-        "fused_forward": None,
+        "fused_forward": False,
         "view_parallel": False,
     }
 
     def __init__(self, cfg: omegaconf.DictConfig):
         super().__init__(cfg)
         kwargs = cfg.method_kwargs
-        self.objective: str = kwargs.objective
-        self.redundancy: str = kwargs.redundancy
         self.fused_forward: bool = kwargs.fused_forward
         self.view_parallel: bool = kwargs.view_parallel
         self.projector = build_projector(
@@ -113,15 +104,27 @@ class MultiViewMethod(BaseMethod):
                 module.forward = torch.compile(module.forward)
 
     @classmethod
+    def defaults(cls) -> Dict[str, Any]:
+        """Every ``method_kwargs`` default of this method, shared ones included."""
+        return {**cls.SHARED_DEFAULTS, **cls.DEFAULTS}
+
+    @classmethod
+    def loss_matrices(cls, kwargs: Dict[str, Any], num_views: int) -> int:
+        """D x D matrices (or matrices of that size) the loss keeps alive with their
+        gradients, for the memory estimate (``train/resources.py``)."""
+        return 1
+
+    @classmethod
     def add_and_assert_specific_cfg(cls, cfg: omegaconf.DictConfig) -> omegaconf.DictConfig:
-        """Fills this method's defaults and checks its keys; resolves ``auto`` beta.
+        """Fills this method's defaults and checks its keys (:meth:`check_kwargs` for a
+        method's or family's own).
 
         Reads the views from ``data.num_large_crops`` / ``num_small_crops`` (solo-learn's
         contract); the augmentation pipelines themselves are the entry points' to check.
         """
         cfg = BaseMethod.add_and_assert_specific_cfg(cfg)
         kwargs = cfg.method_kwargs
-        for key, default in {**cls.SHARED_DEFAULTS, **cls.DEFAULTS}.items():
+        for key, default in cls.defaults().items():
             kwargs[key] = omegaconf_select(cfg, f"method_kwargs.{key}", default)
         for key in ("proj_output_dim", "proj_hidden_dim"):
             value = select(cfg, f"method_kwargs.{key}")
@@ -129,17 +132,17 @@ class MultiViewMethod(BaseMethod):
                 raise ConfigError(f"method_kwargs.{key} is missing: set it, e.g. method_kwargs.{key}=256")
             if not is_int(value) or value < 1:
                 raise ConfigError(f"method_kwargs.{key}={value!r}: must be an integer >= 1")
-        cls._check_choices(cfg)
+        if kwargs.projector not in PROJECTORS:
+            raise ConfigError(f"method_kwargs.projector={kwargs.projector!r}: choose one of {PROJECTORS}")
+        cls.check_kwargs(cfg)
+        for key in ("fused_forward", "view_parallel"):
+            if not boolean(kwargs[key]):
+                raise ConfigError(f"method_kwargs.{key}={kwargs[key]!r}: use true or false")
         m, small = count_views(cfg), int(select(cfg, "data.num_small_crops", 0) or 0)
         if m < 2:
             raise ConfigError(
                 f"method={cfg.method} needs at least 2 views per image, the config gives {m}: "
                 "set data.num_views (or augmentations[0].num_crops) to 2 or more"
-            )
-        if kwargs.objective == "fastssl" and small:
-            raise ConfigError(
-                "method_kwargs.objective=fastssl forwards all views in one call, which needs views of one "
-                "resolution: drop the small crops, or use objective=leave_one_out"
             )
         if kwargs.view_parallel:
             world = world_size(cfg)
@@ -154,32 +157,11 @@ class MultiViewMethod(BaseMethod):
                     "use devices that divide the number of views (at least 2), or view_parallel=false"
                 )
         apply_rules(cfg, cls.RULES)
-        resolve_beta(cfg, cls.BETA_SLOT, kwargs.objective)
         return cfg
 
-    @staticmethod
-    def _check_choices(cfg: omegaconf.DictConfig) -> None:
-        kwargs = cfg.method_kwargs
-        if kwargs.redundancy == "mean":  # its name before it was told apart from the authors' loss
-            kwargs.redundancy = "mean_embedding"
-        for key, choices in (("projector", PROJECTORS), ("objective", OBJECTIVES), ("redundancy", REDUNDANCY_MODES)):
-            if kwargs[key] not in choices:
-                raise ConfigError(f"method_kwargs.{key}={kwargs[key]!r}: choose one of {choices}")
-        if kwargs.objective == "fastssl" and kwargs.redundancy != "per_view":
-            raise ConfigError(
-                f"method_kwargs.redundancy={kwargs.redundancy!r} is a variant of the leave_one_out objective: "
-                "drop it, or use objective=leave_one_out"
-            )
-        if kwargs.fused_forward is None:
-            kwargs.fused_forward = kwargs.objective == "fastssl"
-        for key in ("fused_forward", "view_parallel"):
-            if not boolean(kwargs[key]):
-                raise ConfigError(f"method_kwargs.{key}={kwargs[key]!r}: use true or false")
-        if kwargs.objective == "fastssl" and not kwargs.fused_forward:
-            raise ConfigError(
-                "method_kwargs.objective=fastssl forwards all views in one call (BatchNorm sees m x batch "
-                "images, as the released code): drop fused_forward=false, or use objective=leave_one_out"
-            )
+    @classmethod
+    def check_kwargs(cls, cfg: omegaconf.DictConfig) -> None:
+        """A method's (or family's) own choices, checked after the defaults are filled."""
 
     @property
     def learnable_params(self) -> List[dict]:

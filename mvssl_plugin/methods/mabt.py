@@ -9,13 +9,13 @@ import torch
 from mvssl_plugin.config.beta import BARLOW_SLOT
 from mvssl_plugin.config.values import AUTO, positive
 from mvssl_plugin.losses import multiview_barlow_loss
-from mvssl_plugin.methods.base import MultiViewMethod
+from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
 
 
-class MultiAugBarlowTwins(MultiViewMethod):
+class MultiAugBarlowTwins(BarlowVICRegMethod):
     """Barlow Twins over m views (see :func:`~mvssl_plugin.losses.multiview_barlow_loss`).
 
-    Extra cfg settings (besides :class:`MultiViewMethod`'s), under ``method_kwargs``:
+    Extra cfg settings (besides :class:`BarlowVICRegMethod`'s), under ``method_kwargs``:
         lamb (float | "auto"): off-diagonal weight beta; ``auto`` (default) applies the
             rule beta = beta_c / proj_output_dim, times the multi-view factor for m > 2.
         beta_c (float): the rule's c (default: fitted to the authors' CIFAR-10 sweep).

@@ -9,13 +9,13 @@ import torch
 from mvssl_plugin.config.beta import VICREG_SLOT
 from mvssl_plugin.config.values import AUTO, non_negative, positive
 from mvssl_plugin.losses import multiview_vicreg_loss
-from mvssl_plugin.methods.base import MultiViewMethod
+from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
 
 
-class MultiAugVICReg(MultiViewMethod):
+class MultiAugVICReg(BarlowVICRegMethod):
     """VICReg over m views (see :func:`~mvssl_plugin.losses.multiview_vicreg_loss`).
 
-    Extra cfg settings (besides :class:`MultiViewMethod`'s), under ``method_kwargs``:
+    Extra cfg settings (besides :class:`BarlowVICRegMethod`'s), under ``method_kwargs``:
         sim_loss_weight (float): invariance weight. Defaults to 25.
         var_loss_weight (float): variance weight. Defaults to 25.
         cov_loss_weight (float | "auto"): covariance weight; ``auto`` (default) sets it to

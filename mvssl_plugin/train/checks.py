@@ -44,16 +44,17 @@ def check_method_and_backbone(cfg: DictConfig, methods: Dict[str, Type], backbon
 def check_builtin_method(cfg: DictConfig) -> List[str]:
     """solo-learn's own methods train on 2 large views; the plugin's keys are left out of
     their config (and so of args.json). Returns notices."""
-    from mvssl_plugin.methods.base import MultiViewMethod
+    from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
+    from mvssl_plugin.registry import METHODS
 
     large = int(cfg.data.num_large_crops)
     if large != 2:
         raise ConfigError(
             f"method={cfg.method} is solo-learn's two-view method and the recipe gives {large} large views: "
-            f"set data.num_views=2 (or use method=mabt / mavicreg for {large} views)"
+            f"set data.num_views=2 (or use one of the multi-view methods {sorted(METHODS)} for {large} views)"
         )
     kwargs = select(cfg, "method_kwargs") or {}
-    dropped = [key for key in MultiViewMethod.SHARED_DEFAULTS if key in kwargs]
+    dropped = [key for key in BarlowVICRegMethod.SHARED_DEFAULTS if key in kwargs]
     for key in dropped:
         del cfg.method_kwargs[key]
     slot = BUILTIN_BETA_SLOTS.get(cfg.method)

@@ -24,15 +24,12 @@ from mvssl_plugin.resources import (
 
 
 def loss_matrices(cfg: DictConfig, num_views: int) -> int:
-    """D x D matrices the method's loss builds: one per view for the per-view objectives,
-    one for the mean-embedding variants, two for solo-learn's VICReg."""
-    kwargs = select(cfg, "method_kwargs") or {}
-    objective, redundancy = kwargs.get("objective", "leave_one_out"), kwargs.get("redundancy", "per_view")
-    if cfg.method == "mabt":
-        return 1 if objective == "fastssl" or redundancy != "per_view" else num_views
-    if cfg.method == "mavicreg":
-        return 2 * num_views if objective == "fastssl" else (1 if redundancy != "per_view" else num_views)
-    return 2
+    """D x D matrices the method's loss keeps alive: the plugin's methods say so themselves
+    (``loss_matrices``); solo-learn's two-view methods, two."""
+    from mvssl_plugin.registry import method_class
+
+    cls = method_class(cfg.method)
+    return cls.loss_matrices(select(cfg, "method_kwargs") or {}, num_views) if cls is not None else 2
 
 
 def run_shape(cfg: DictConfig) -> Optional[RunShape]:

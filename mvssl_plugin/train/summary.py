@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.config import select
 from mvssl_plugin.config.beta import beta_of
-from mvssl_plugin.registry import beta_slot
+from mvssl_plugin.registry import beta_slot, is_multiview
 
 
 def views_text(cfg: DictConfig) -> str:
@@ -42,7 +42,10 @@ def beta_text(cfg: DictConfig) -> str:
 def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[str, str]:
     """The run's key facts as short strings, in print order."""
     kwargs = select(cfg, "method_kwargs") or {}
-    objective = kwargs.get("objective", "solo-learn's two-view loss")
+    # a method of the plugin without objectives (mmcr) says only its projector
+    loss = [f"objective {kwargs['objective']}"] if "objective" in kwargs else []
+    if not loss and not is_multiview(cfg.method):
+        loss = ["objective solo-learn's two-view loss"]
     projector = kwargs.get("projector", "solo")
     data_format = cfg.data.format
     where = {"dali": f" on the {select(cfg, 'dali.device', 'cpu')}", "memory": f" on the {cfg.accelerator}"}.get(
@@ -51,7 +54,7 @@ def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[
     fraction = select(cfg, "data.fraction", -1)
     processes = len(cfg.devices) * int(select(cfg, "num_nodes", 1) or 1)
     return {
-        "method": f"{cfg.method} (objective {objective}, projector {projector})",
+        "method": f"{cfg.method} ({', '.join([*loss, f'projector {projector}'])})",
         "views": views_text(cfg),
         "projector d": str(select(cfg, "method_kwargs.proj_output_dim")),
         "orthogonality": beta_text(cfg),
