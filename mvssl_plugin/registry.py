@@ -71,14 +71,16 @@ def register() -> Dict[str, Type]:
         RuntimeError: if another implementation already holds one of the names.
     """
     try:
-        import solo.methods
+        # by name, not attribute: the autoregister hook calls this while solo.methods is
+        # loaded but not yet an attribute of the solo package
+        solo_methods = importlib.import_module("solo.methods")
         from solo.methods.base import BaseMethod
     except ImportError as err:
         raise ImportError(f"{SOLO_INSTALL_HINT} ({err})") from err
 
-    for table, entries in ((solo.methods.METHODS, plugin_methods()), (BaseMethod._BACKBONES, plugin_backbones())):
+    for table, entries in ((solo_methods.METHODS, plugin_methods()), (BaseMethod._BACKBONES, plugin_backbones())):
         for name, impl in entries.items():
             if table.get(name, impl) is not impl:
                 raise RuntimeError(f"solo-learn already has a different {name!r}: {table[name]!r}")
             table[name] = impl
-    return solo.methods.METHODS
+    return solo_methods.METHODS

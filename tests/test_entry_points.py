@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers import REPO, run_entry, tiny_overrides
 
-from mvssl_plugin.cli.recipes import compose_recipe, find_recipe_dir, list_recipes
+from mvssl_plugin.cli.recipes import PACKAGE_RECIPES, compose_recipe, find_recipe_dir, list_recipes
 from mvssl_plugin.train.pretrain import pretrain
 
 PRETRAIN_RECIPES = list_recipes("pretrain")
@@ -146,7 +146,14 @@ def test_config_name_resolves_without_config_path(command, tmp_path):
 
 def test_solo_style_relative_config_path_works(tmp_path):
     """solo-learn's habit, ``--config-path`` relative to the current folder, still works."""
-    args = ["--config-path", "scripts/pretrain/cifar100", "--config-name", "mavicreg_cifar100.yaml", "--cfg", "job"]
+    args = [
+        "--config-path",
+        "mvssl_plugin/recipes/pretrain/cifar100",
+        "--config-name",
+        "mavicreg_cifar100.yaml",
+        "--cfg",
+        "job",
+    ]
     result = run_entry("main_pretrain.py", args, cwd=Path(__file__).resolve().parents[1])
     assert result.returncode == 0, result.stderr[-2000:]
     assert "dataset: cifar100" in result.stdout and "method: mavicreg" in result.stdout
@@ -164,7 +171,7 @@ def test_every_pretrain_recipe_composes_and_resolves_beta(recipe):
         resolve_beta(cfg, slot, cfg.method_kwargs.get("objective", "leave_one_out"))
         weight = cfg.method_kwargs[slot.key]
         assert isinstance(weight, float) and weight > 0
-    assert cfg.data.dataset in find_recipe_dir(recipe, "pretrain").relative_to(REPO / "scripts" / "pretrain").parts
+    assert cfg.data.dataset in find_recipe_dir(recipe, "pretrain").relative_to(PACKAGE_RECIPES / "pretrain").parts
 
 
 @pytest.mark.parametrize("recipe", LINEAR_RECIPES)

@@ -1,5 +1,6 @@
 """Where ``--config-name`` finds a recipe: scripts/<kind>/<dataset>/ of the working
-directory or of the plugin's checkout, with no ``--config-path`` needed."""
+directory, else the package's mvssl_plugin/recipes/<kind>/<dataset>/, with no
+``--config-path`` needed."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ from typing import List, Optional
 
 from omegaconf import DictConfig
 
-from mvssl_plugin.config.recipes import GROUP_DIRS, REPO_ROOT, recipe_roots
+from mvssl_plugin.config.recipes import GROUP_DIRS, PACKAGE_RECIPES, recipe_roots
 from mvssl_plugin.config.recipes import recipe_files as _recipe_files
 from mvssl_plugin.errors import ConfigError
 
-__all__ = ["GROUP_DIRS", "REPO_ROOT", "compose_recipe", "find_recipe_dir", "list_recipes", "recipe_roots"]
+__all__ = ["GROUP_DIRS", "PACKAGE_RECIPES", "compose_recipe", "find_recipe_dir", "list_recipes", "recipe_roots"]
 
 
 def list_recipes(kind: str) -> List[str]:
-    """Names of the recipes under scripts/<kind>/<dataset>/ (and folders below, e.g. paper/)."""
+    """Names of the recipes under each root's <dataset>/ folders (and folders below, e.g. paper/)."""
     return sorted({p.name for root in recipe_roots(kind) for p in _recipe_files(root)})
 
 
@@ -31,7 +32,7 @@ def groups_dir(recipe_dir: Path) -> Path:
 
 
 def find_recipe_dir(config_name: str, kind: str) -> Path:
-    """The folder under scripts/<kind>/ holding ``config_name`` (``.yaml`` optional)."""
+    """The folder under a recipe root (:func:`recipe_roots`) holding ``config_name`` (``.yaml`` optional)."""
     name = config_name if config_name.endswith((".yaml", ".yml")) else f"{config_name}.yaml"
     for root in recipe_roots(kind):
         hits = sorted(p for p in _recipe_files(root) if p.name == name)
@@ -40,7 +41,8 @@ def find_recipe_dir(config_name: str, kind: str) -> Path:
         if hits:
             return hits[0].parent
     available = sorted(list_recipes(kind))
-    raise ConfigError(f"no recipe named {config_name!r} under scripts/{kind}/; available: {available}")
+    where = " or ".join(str(root) for root in recipe_roots(kind)) or f"scripts/{kind}/"
+    raise ConfigError(f"no recipe named {config_name!r} under {where}; available: {available}")
 
 
 def _argv_value(argv: List[str], *flags: str) -> Optional[str]:
@@ -55,7 +57,7 @@ def _argv_value(argv: List[str], *flags: str) -> Optional[str]:
 
 def with_recipe_path(argv: List[str], kind: str) -> List[str]:
     """Completes the command line for Hydra: ``--config-path`` for a bare ``--config-name``
-    found under scripts/<kind>/ (a relative one is made absolute: Hydra would read it
+    found under a recipe root (a relative one is made absolute: Hydra would read it
     relative to this module), and ``--config-dir`` for the shared groups (:func:`groups_dir`)."""
     name = _argv_value(argv, "--config-name", "-cn")
     if name is None:

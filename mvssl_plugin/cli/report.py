@@ -90,12 +90,16 @@ def with_openmp_wait(task: Callable[..., T]) -> Callable[..., T]:
 
 
 def run_hydra(task: Callable, kind: str) -> None:
-    """Runs ``task`` as a Hydra app whose recipes live under scripts/<kind>/."""
+    """Runs ``task`` as a Hydra app whose recipes live under the recipe roots (./scripts/<kind>, the package's)."""
     import hydra
 
     from mvssl_plugin.cli.recipes import with_recipe_path
 
     quiet_dependency_warnings()
+    if any(arg in ("--help", "-h") for arg in sys.argv[1:]):
+        from mvssl_plugin.cli.recipes_command import recipe_listing
+
+        print(f"usage: {os.path.basename(sys.argv[0])} --config-name RECIPE [key=value ...]\n{recipe_listing()}\n")
     try:
         sys.argv = [sys.argv[0]] + with_recipe_path(sys.argv[1:], kind)
     except ConfigError as err:

@@ -6,7 +6,7 @@ with the default ``lamb`` as if the typo had worked.
 
 A key is known when something reads it or a shipped recipe sets it:
 
-* every key of every recipe and config group under scripts/<kind>/ (read at each check,
+* every key of every recipe and config group under the recipe roots (read at each check,
   with Hydra's package rules, so a key added to a recipe is known at once);
 * the keys solo-learn's code reads, found in its source (its ``parse_cfg``, ``BaseMethod``,
   the Checkpointer and AutoResumer, the method's own class): attribute reads of ``cfg``
@@ -148,7 +148,7 @@ def _recipe_keys(roots: Tuple[Path, ...]) -> FrozenSet[str]:
 
 
 def recipe_keys(kind: str) -> FrozenSet[str]:
-    """Every key the recipes and groups under scripts/<kind>/ set (working directory and checkout)."""
+    """Every key the recipes and groups of the recipe roots set (./scripts/<kind>, the package's)."""
     return _recipe_keys(tuple(recipe_roots(kind)))
 
 

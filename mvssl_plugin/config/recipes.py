@@ -1,20 +1,26 @@
-"""Where the recipes live (scripts/<kind>/ of the working directory and of the plugin's
-checkout) and which files are recipes rather than shared groups: the command line looks
-recipes up here, and the unknown-key check reads every key they hold."""
+"""Where the recipes live (scripts/<kind>/ of the working directory, then the ones shipped
+in the package, mvssl_plugin/recipes/<kind>/) and which files are recipes rather than
+shared groups: the command line looks recipes up here, and the unknown-key check reads
+every key they hold."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import List
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Config groups shared by the recipes under scripts/<kind>/, not recipes themselves.
+#: The recipes shipped with the package (package data: in the wheel as in the checkout).
+PACKAGE_RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+#: Recipes in solo-learn's own layout (scripts/pretrain/<dataset>/), copied into a solo-learn
+#: checkout by ``mvssl-recipes install-solo``; not recipes of the plugin's entry points.
+SOLO_RECIPES = PACKAGE_RECIPES / "solo"
+#: Config groups shared by the recipes under <root>/<kind>/, not recipes themselves.
 GROUP_DIRS = ("base", "augmentations", "wandb", "study_pair", "released")
 
 
 def recipe_roots(kind: str) -> List[Path]:
-    """Where ``--config-name`` is looked up: ./scripts/<kind>, then the plugin checkout's."""
-    roots = [Path.cwd() / "scripts" / kind, REPO_ROOT / "scripts" / kind]
+    """Where ``--config-name`` is looked up: ./scripts/<kind> first (a user's own recipes),
+    then the package's mvssl_plugin/recipes/<kind>."""
+    roots = [Path.cwd() / "scripts" / kind, PACKAGE_RECIPES / kind]
     return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
 
 

@@ -78,7 +78,9 @@ def check_probe_cfg(cfg: DictConfig) -> None:
         return
     for key, ok, what in PROBE_RULES:
         if select(cfg, key) is None and key != "probe.label_smoothing":
-            raise ConfigError(f"{key} is missing: set it (see scripts/linear/cifar10/probe_cifar.yaml)")
+            raise ConfigError(
+                f"{key} is missing: set it (see the recipe probe_cifar.yaml: mvssl-recipes show probe_cifar.yaml)"
+            )
         require(cfg, key, ok, what)
     device = select(cfg, "probe.device", AUTO)
     if not isinstance(device, str) or not (device in (AUTO, "cpu") or device.startswith("cuda")):

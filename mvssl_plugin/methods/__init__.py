@@ -7,3 +7,8 @@ from mvssl_plugin.methods.mavicreg import MultiAugVICReg
 from mvssl_plugin.methods.mmcr import MultiViewMMCR
 
 __all__ = ["BarlowVICRegMethod", "MultiAugBarlowTwins", "MultiAugVICReg", "MultiViewMMCR", "MultiViewMethod"]
+
+# solo-learn imported by the lines above, while they were half done: register now
+from mvssl_plugin._autoregister import run_pending  # noqa: E402
+
+run_pending()

@@ -1,0 +1,52 @@
+"""setup.py shim: pyproject.toml holds all the metadata. This file only adds
+``mvssl_plugin_autoregister.pth`` to site-packages, in the wheel and in editable installs:
+at interpreter start it puts a standard-library-only finder on ``sys.meta_path`` that
+registers the plugin when solo-learn's ``solo.methods`` is first imported
+(mvssl_plugin/_autoregister.py; ``MVSSL_PLUGIN_AUTOREGISTER=0`` turns it off)."""
+
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+PTH = Path(__file__).resolve().parent / "mvssl_plugin_autoregister.pth"
+
+
+class BuildPyWithPth(build_py):
+    """build_py, plus the .pth at the root of the build (the wheel's site-packages root)."""
+
+    def run(self):
+        super().run()
+        if not getattr(self, "editable_mode", False):
+            target = Path(self.build_lib) / PTH.name
+            target.write_text(PTH.read_text())
+            self._pth_outputs = [str(target)]
+
+    def get_outputs(self, *args, **kwargs):
+        return super().get_outputs(*args, **kwargs) + getattr(self, "_pth_outputs", [])
+
+
+cmdclass = {"build_py": BuildPyWithPth}
+
+try:  # editable installs (PEP 660, setuptools >= 64): the .pth beside setuptools' own
+    from setuptools.command.editable_wheel import editable_wheel
+
+    class EditableWheelWithPth(editable_wheel):
+        """editable_wheel, plus the .pth next to the one setuptools writes for the project."""
+
+        def _select_strategy(self, *args, **kwargs):
+            strategy = super()._select_strategy(*args, **kwargs)
+            base = type(strategy)
+
+            def call(self, wheel, files, mapping):
+                base.__call__(self, wheel, files, mapping)
+                wheel.writestr(PTH.name, PTH.read_text())
+
+            strategy.__class__ = type(f"{base.__name__}WithPth", (base,), {"__call__": call})
+            return strategy
+
+    cmdclass["editable_wheel"] = EditableWheelWithPth
+except ImportError:
+    pass
+
+setup(cmdclass=cmdclass)

@@ -1,0 +1,223 @@
+"""The plugin as solo-learn's own scripts see it once installed: the autoregister hook
+(mvssl_plugin/_autoregister.py, via mvssl_plugin_autoregister.pth), the recipes in
+solo-learn's layout (mvssl-recipes install-solo) and a wheel that runs without the checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from mvssl_plugin.config.augmentations import hide_crop_counts, restore_crop_counts, views_to_crops
+from tests.helpers import REPO, make_image_folder
+
+SOLO = REPO.parent / "shared" / "solo-learn"
+PTH = REPO / "mvssl_plugin_autoregister.pth"
+NEEDS_SOLO_TREE = pytest.mark.skipif(not (SOLO / "main_pretrain.py").is_file(), reason=f"no solo-learn tree at {SOLO}")
+#: solo-learn's main_pretrain.py on the CPU, shrunk to seconds (its own keys only)
+SOLO_TINY = [
+    "accelerator=cpu",
+    "devices='1'",
+    "precision=32",
+    "strategy=auto",
+    "sync_batchnorm=false",
+    "wandb.enabled=false",
+    "data.num_workers=0",
+    "optimizer.batch_size=8",
+    "max_epochs=1",
+    "backbone.name=narrow_resnet18",
+    "+backbone.kwargs.width=8",
+    "auto_resume.enabled=false",
+]
+#: runs a script with the .pth's folder as a site dir, as an installed plugin would have it
+WITH_SITE = (
+    "import runpy, site, sys; site.addsitedir(sys.argv[1]); script = sys.argv[2]; "
+    "sys.argv = sys.argv[2:]; runpy.run_path(script, run_name='__main__')"
+)
+
+
+@pytest.fixture(scope="module")
+def solo_tree(tmp_path_factory):
+    """A copy of solo-learn's tree (scripts, main_*.py, solo/), tiny data, and a site dir with the .pth."""
+    root = tmp_path_factory.mktemp("solo_native")
+    tree = root / "solo-learn"
+    shutil.copytree(
+        SOLO, tree, ignore=shutil.ignore_patterns("build", "*.egg-info", ".git", "downstream", "__pycache__")
+    )
+    site_dir = root / "site"
+    site_dir.mkdir()
+    shutil.copy(PTH, site_dir / PTH.name)
+    make_image_folder(root / "data" / "train", classes=3, per_class=8)
+    make_image_folder(root / "data" / "val", classes=3, per_class=4, seed=1)
+    return root
+
+
+def run_solo(root: Path, script: str, args: list, hook: bool = True) -> subprocess.CompletedProcess:
+    """``python <solo tree>/<script> args`` from the tree, the worktree's plugin first on the path."""
+    env = {k: v for k, v in os.environ.items() if k not in ("WANDB_SERVICE", "WANDB_DIR")}
+    env.update(
+        PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore", WANDB_MODE="offline", WANDB_DIR=str(root), OMP_NUM_THREADS="1"
+    )
+    env["MVSSL_PLUGIN_AUTOREGISTER"] = "1" if hook else "0"
+    tree = root / "solo-learn"
+    command = [sys.executable, "-c", WITH_SITE, str(root / "site"), str(tree / script), *args]
+    return subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=300)
+
+
+def data_args(root: Path, out: str) -> list:
+    data = root / "data"
+    return [
+        "data.dataset=custom",
+        f"data.train_path={data / 'train'}",
+        f"data.val_path={data / 'val'}",
+        f"checkpoint.dir={root / out}",
+    ]
+
+
+def args_json(root: Path, out: str) -> dict:
+    import json
+
+    (path,) = sorted((root / out).rglob("args.json"))
+    return json.loads(path.read_text())
+
+
+@NEEDS_SOLO_TREE
+def test_solo_main_pretrain_runs_mabt_from_its_own_barlow_yaml(solo_tree):
+    """solo-learn's barlow.yaml with only ``method: mabt`` changed (and its lamb/scale as given),
+    3 views from its own augmentation list via num_crops, lamb: auto resolved by our method."""
+    cifar = solo_tree / "solo-learn" / "scripts" / "pretrain" / "cifar"
+    text = (cifar / "barlow.yaml").read_text().replace('method: "barlow_twins"', 'method: "mabt"')
+    (cifar / "barlow_mabt.yaml").write_text(text)
+    args = ["--config-path", "scripts/pretrain/cifar/", "--config-name", "barlow_mabt.yaml", *SOLO_TINY]
+    args += [*data_args(solo_tree, "runs_barlow"), "augmentations.0.num_crops=2", "+method_kwargs.lamb=auto"]
+    result = run_solo(solo_tree, "main_pretrain.py", args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = args_json(solo_tree, "runs_barlow")
+    assert saved["method"] == "mabt" and saved["data"]["num_large_crops"] == 3
+    assert isinstance(saved["method_kwargs"]["lamb"], float) and "mvssl_crop_counts" not in saved["data"]
+
+
+@NEEDS_SOLO_TREE
+def test_with_the_hook_off_solo_learn_does_not_know_the_method(solo_tree):
+    cifar = solo_tree / "solo-learn" / "scripts" / "pretrain" / "cifar"
+    text = (cifar / "barlow.yaml").read_text().replace('method: "barlow_twins"', 'method: "mabt"')
+    (cifar / "barlow_off.yaml").write_text(text)
+    args = ["--config-path", "scripts/pretrain/cifar/", "--config-name", "barlow_off.yaml", *SOLO_TINY]
+    result = run_solo(solo_tree, "main_pretrain.py", [*args, *data_args(solo_tree, "runs_off")], hook=False)
+    assert result.returncode != 0 and "Choose from" in result.stderr and "'mabt'" not in result.stderr
+
+
+@NEEDS_SOLO_TREE
+def test_install_solo_recipes_run_under_solo_main_pretrain(solo_tree):
+    """mvssl-recipes install-solo, then solo-learn's own script on a copied recipe (m = 4)."""
+    from mvssl_plugin.cli.recipes_command import main
+
+    main(["install-solo", str(solo_tree / "solo-learn")])
+    installed = solo_tree / "solo-learn" / "scripts" / "pretrain"
+    for folder, names in (("cifar", 8), ("imagenet-100", 4)):
+        assert len([*(installed / folder).glob("mabt*.yaml"), *(installed / folder).glob("mavicreg*.yaml")]) == names
+    args = ["--config-path", "scripts/pretrain/cifar/", "--config-name", "mavicreg.yaml", *SOLO_TINY]
+    result = run_solo(solo_tree, "main_pretrain.py", [*args, *data_args(solo_tree, "runs_recipe")])
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = args_json(solo_tree, "runs_recipe")
+    assert saved["method"] == "mavicreg" and saved["data"]["num_large_crops"] == 4
+    assert [p["num_crops"] for p in saved["augmentations"]] == [2, 2]
+    assert isinstance(saved["method_kwargs"]["cov_loss_weight"], float)
+
+
+def test_install_solo_refuses_a_folder_that_is_not_solo_learn(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "mvssl_plugin.cli.recipes_command", "install-solo", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "is not a solo-learn checkout" in result.stderr
+
+
+def test_the_pth_imports_neither_torch_nor_solo_and_switches_off(tmp_path):
+    shutil.copy(PTH, tmp_path / PTH.name)
+    code = (
+        f"import site, sys; site.addsitedir({str(tmp_path)!r}); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'solo', 'omegaconf', 'hydra'}), "
+        "[type(f).__name__ for f in sys.meta_path].count('SoloFinder'))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    off = subprocess.run(
+        [sys.executable, "-c", code], env=dict(env, MVSSL_PLUGIN_AUTOREGISTER="0"), capture_output=True, text=True
+    )
+    assert on.stdout.split() == ["[]", "1"], on.stderr
+    assert off.stdout.split() == ["[]", "0"], off.stderr
+
+
+def test_views_spread_over_solo_pipelines_and_crop_counts_round_trip():
+    pipelines = [
+        {"crop_size": 32, "num_crops": 1},
+        {"crop_size": 32, "num_crops": 1},
+        {"crop_size": 16, "num_crops": 2},
+    ]
+    cfg = OmegaConf.create({"data": {"num_views": 5}, "augmentations": pipelines})
+    views_to_crops(cfg)
+    assert [p.num_crops for p in cfg.augmentations] == [3, 2, 2]
+    cfg.data.num_large_crops, cfg.data.num_small_crops = 5, 2
+    hide_crop_counts(cfg)
+    assert cfg.data.num_large_crops == 2
+    restore_crop_counts(cfg)
+    assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (5, 2) and "mvssl_crop_counts" not in cfg.data
+
+
+def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
+    """The wheel alone: recipes as package data, found from a folder outside the checkout."""
+    wheels = tmp_path / "wheels"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(REPO), "-w", str(wheels)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    shutil.rmtree(REPO / "build", ignore_errors=True)
+    if build.returncode != 0:
+        pytest.skip(f"cannot build the wheel here: {build.stderr.strip().splitlines()[-1:]}")
+    (wheel,) = wheels.glob("mvssl_plugin-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=300)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "WANDB_SERVICE", "WANDB_DIR")}
+    env.update(PYTHONWARNINGS="ignore", WANDB_MODE="offline", WANDB_DIR=str(empty), OMP_NUM_THREADS="1")
+    where = subprocess.run(
+        [str(python), "-c", "import mvssl_plugin, sys; print(mvssl_plugin.__file__, 'torch' in sys.modules)"],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert where.stdout.startswith(str(venv)) and where.stdout.split()[-1] == "False", where.stdout + where.stderr
+    assert (next(venv.glob("lib/python*/site-packages")) / PTH.name).is_file()
+    listing = subprocess.run([str(venv / "bin" / "mvssl-recipes")], cwd=empty, env=env, capture_output=True, text=True)
+    assert "cifar10/mabt_cifar.yaml" in listing.stdout and str(venv) in listing.stdout
+    data = tmp_path / "data"
+    make_image_folder(data / "train", classes=3, per_class=8)
+    make_image_folder(data / "test", classes=3, per_class=4, seed=1)
+    from mvssl_plugin.synthetic import tiny_overrides
+
+    args = [
+        "--config-name",
+        "mabt_cifar.yaml",
+        *tiny_overrides({"train": str(data / "train"), "test": str(data / "test")}, empty / "runs"),
+    ]
+    run = subprocess.run(
+        [str(venv / "bin" / "mvssl-pretrain"), *args], cwd=empty, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted((empty / "runs").rglob("*.ckpt"))
