@@ -335,3 +335,12 @@ def test_torchrun_two_nodes_on_loopback(tiny_cifar, tmp_path):
 
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
     assert state["global_step"] == 1  # 24 images over 2 processes: 12 each, one batch of 8
+
+
+def test_the_builder_imports_no_torch():
+    code = (
+        "import sys; import mvssl_plugin.cli.imagenet100, mvssl_plugin.data.imagenet_subset; "
+        "assert not {'torch', 'solo', 'lightning'} & set(sys.modules), sorted(sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
