@@ -284,11 +284,11 @@ def free_port() -> int:
 def test_torchrun_two_nodes_on_loopback(tiny_cifar, tmp_path):
     """What README's multi-node launch runs: one torchrun per node (--nnodes 2, its
     --node_rank, the master's address and port), each starting one process of the entry point
-    with +num_nodes=2 devices=1; two CPU processes of one run, one checkpoint."""
+    with ++num_nodes=2 devices=1; two CPU processes of one run, one checkpoint."""
     from helpers import tiny_overrides
 
     port = free_port()
-    overrides = tiny_overrides(tiny_cifar, tmp_path, strategy="ddp", devices=1, **{"+num_nodes": 2})
+    overrides = tiny_overrides(tiny_cifar, tmp_path, strategy="ddp", devices=1, **{"++num_nodes": 2})
     env = {k: v for k, v in os.environ.items() if k not in ("WANDB_SERVICE", "WANDB_DIR")}
     env.update(PYTHONWARNINGS="ignore", WANDB_DIR=str(tmp_path), OMP_NUM_THREADS="1")
     launches = [
