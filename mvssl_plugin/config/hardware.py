@@ -63,23 +63,25 @@ def adapt_to_hardware(cfg: DictConfig) -> list[str]:
         raise ConfigError(f"devices={devices!r}: give a number of devices >= 1 or a list of device ids")
     if is_int(devices) or isinstance(devices, str):
         cfg.devices = list(range(n))
+    # every process of the run, all nodes (torchrun --nnodes / SLURM: num_nodes x devices)
+    processes = n * int(select(cfg, "num_nodes", 1) or 1)
     if accelerator == "cpu":
         precision = str(select(cfg, "precision", "32"))
         if precision in ("16", "16-mixed"):
             cfg.precision = "32"
             notices.append(f"precision={precision} is not supported on a CPU; using precision=32")
-        if select(cfg, "strategy") == "ddp" and n == 1:
+        if select(cfg, "strategy") == "ddp" and processes == 1:
             cfg.strategy = AUTO
             notices.append("strategy=ddp with one CPU process; using strategy=auto")
-        if select(cfg, "sync_batchnorm", False) and n > 1:
+        if select(cfg, "sync_batchnorm", False) and processes > 1:
             cfg.sync_batchnorm = False
             notices.append(
                 "sync_batchnorm=True needs GPUs (torch's SyncBatchNorm); each CPU process normalizes its own batch"
             )
     if select(cfg, "strategy") is None:
         cfg.strategy = AUTO
-    if accelerator == "cpu":
-        notices += set_cpu_threads(cfg, n * int(select(cfg, "num_nodes", 1) or 1))
+    if accelerator == "cpu":  # the cores of one machine are shared by its own processes only
+        notices += set_cpu_threads(cfg, n)
     return notices
 
 
