@@ -52,8 +52,8 @@ def solo_tree(tmp_path_factory):
     site_dir = root / "site"
     site_dir.mkdir()
     shutil.copy(PTH, site_dir / PTH.name)
-    make_image_folder(root / "data" / "train", classes=3, per_class=8)
-    make_image_folder(root / "data" / "val", classes=3, per_class=4, seed=1)
+    make_image_folder(root / "data" / "train", classes=5, per_class=8)  # 5: solo-learn reports top-5
+    make_image_folder(root / "data" / "val", classes=5, per_class=4, seed=1)
     return root
 
 
@@ -86,10 +86,10 @@ def args_json(root: Path, out: str) -> dict:
     return json.loads(path.read_text())
 
 
-@NEEDS_SOLO_TREE
-def test_solo_main_pretrain_runs_mabt_from_its_own_barlow_yaml(solo_tree):
+@pytest.fixture(scope="module")
+def solo_mabt_run(solo_tree) -> Path:
     """solo-learn's barlow.yaml with only ``method: mabt`` changed (and its lamb/scale as given),
-    3 views from its own augmentation list via num_crops, lamb: auto resolved by our method."""
+    3 views from its own augmentation list via num_crops, through its own main_pretrain.py."""
     cifar = solo_tree / "solo-learn" / "scripts" / "pretrain" / "cifar"
     text = (cifar / "barlow.yaml").read_text().replace('method: "barlow_twins"', 'method: "mabt"')
     (cifar / "barlow_mabt.yaml").write_text(text)
@@ -97,9 +97,57 @@ def test_solo_main_pretrain_runs_mabt_from_its_own_barlow_yaml(solo_tree):
     args += [*data_args(solo_tree, "runs_barlow"), "augmentations.0.num_crops=2", "+method_kwargs.lamb=auto"]
     result = run_solo(solo_tree, "main_pretrain.py", args)
     assert result.returncode == 0, result.stderr[-3000:]
+    (args_file,) = sorted((solo_tree / "runs_barlow").rglob("args.json"))
+    return args_file.parent
+
+
+@NEEDS_SOLO_TREE
+def test_solo_main_pretrain_runs_mabt_from_its_own_barlow_yaml(solo_tree, solo_mabt_run):
+    """lamb: auto resolved by our method; the crop counts as trained, no bookkeeping key left."""
     saved = args_json(solo_tree, "runs_barlow")
     assert saved["method"] == "mabt" and saved["data"]["num_large_crops"] == 3
     assert isinstance(saved["method_kwargs"]["lamb"], float) and "mvssl_crop_counts" not in saved["data"]
+
+
+@NEEDS_SOLO_TREE
+@pytest.mark.parametrize("hook", [True, False])
+def test_solo_main_knn_finds_mabt_through_the_hook(solo_tree, solo_mabt_run, hook):
+    """solo-learn's main_knn.py looks the run's method up in its METHODS and loads the checkpoint;
+    it then moves images to CUDA (.cuda(), no CPU path), so on this machine it must get that far
+    with the hook, and stop at the look-up without it."""
+    data = solo_tree / "data"
+    args = ["--pretrained_checkpoint_dir", str(solo_mabt_run), "--dataset", "custom", "--batch_size", "8"]
+    args += ["--train_data_path", str(data / "train"), "--val_data_path", str(data / "val"), "--num_workers", "0"]
+    args += ["--k", "3", "--temperature", "0.1", "--distance_function", "cosine", "--feature_type", "backbone"]
+    result = run_solo(solo_tree, "main_knn.py", args, hook=hook)
+    assert result.returncode != 0  # no GPU here
+    if hook:
+        assert "KeyError" not in result.stderr and ".cuda(" in result.stderr, result.stderr[-3000:]
+    else:
+        assert "KeyError: 'mabt'" in result.stderr, result.stderr[-3000:]
+
+
+@NEEDS_SOLO_TREE
+def test_solo_main_linear_evaluates_an_mabt_run_on_the_cpu(solo_tree, solo_mabt_run):
+    """solo-learn's own linear evaluation (its imagenet-100 barlow.yaml, CPU keys) on the run's
+    checkpoint: the plugin's backbone is found through the hook and the weights load."""
+    (ckpt,) = solo_mabt_run.glob("*.ckpt")
+    data = solo_tree / "data"
+    args = ["--config-path", "scripts/linear/imagenet-100/", "--config-name", "barlow.yaml"]
+    args += [a for a in SOLO_TINY if not a.startswith("auto_resume")] + ["auto_resume.enabled=false"]
+    args += [
+        f"pretrained_feature_extractor='{ckpt}'",
+        "pretrain_method=mabt",
+        "data.dataset=custom",
+        f"data.train_path={data / 'train'}",
+        f"data.val_path={data / 'val'}",
+        "+data.num_classes=5",
+        f"checkpoint.dir={solo_tree / 'runs_linear'}",
+        "scheduler.lr_decay_steps=[1]",
+    ]
+    result = run_solo(solo_tree, "main_linear.py", args)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert list((solo_tree / "runs_linear").rglob("*.ckpt")), "no linear checkpoint"
 
 
 @NEEDS_SOLO_TREE
