@@ -77,6 +77,10 @@ def run_hook(name, module):
     if _plugin_importing():
         _pending.append((name, module))
         return
+    _react(name, module)
+
+
+def _react(name, module):
     try:
         from mvssl_plugin.solo_native import on_import
 
@@ -89,9 +93,11 @@ def run_hook(name, module):
 
 
 def run_pending():
-    """Runs the hooks deferred by :func:`run_hook` (the plugin's methods package calls this)."""
+    """Runs the hooks deferred by :func:`run_hook`. The plugin's methods package calls this as
+    its last line: every method module is imported by then, though the package itself is still
+    initializing, so the hooks run now rather than being deferred again."""
     while _pending:
-        run_hook(*_pending.pop(0))
+        _react(*_pending.pop(0))
 
 
 def install():

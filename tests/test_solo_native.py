@@ -205,6 +205,19 @@ def test_the_pth_imports_neither_torch_nor_solo_and_switches_off(tmp_path):
     assert off.stdout.split() == ["[]", "0"], off.stderr
 
 
+def test_importing_the_plugins_methods_first_registers_them_without_a_hang(tmp_path):
+    """main_compare.py imports the plugin's methods, which import solo-learn half-way through:
+    the hook waits until they are loaded, then registers (it once looped here forever)."""
+    shutil.copy(PTH, tmp_path / PTH.name)
+    code = (
+        f"import site; site.addsitedir({str(tmp_path)!r}); import mvssl_plugin.methods, solo.methods; "
+        "print(sorted(set(solo.methods.METHODS) & {'mabt', 'mavicreg', 'mmcr'}))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.stdout.split("\n")[-2] == "['mabt', 'mavicreg', 'mmcr']", result.stderr[-2000:]
+
+
 def test_views_spread_over_solo_pipelines_and_crop_counts_round_trip():
     pipelines = [
         {"crop_size": 32, "num_crops": 1},
