@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import NEEDS_DALI, make_image_folder, run_entry, tiny_overrides
+from helpers import NEEDS_DALI, assert_one_line, make_image_folder, run_entry, tiny_overrides
 from omegaconf import OmegaConf
 
 from mvssl_plugin.errors import ConfigError
@@ -68,15 +68,6 @@ def knn_args(data: dict, checkpoint: Path) -> list[str]:
 def assert_ok(result: subprocess.CompletedProcess) -> str:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return result.stdout
-
-
-def assert_one_line(result: subprocess.CompletedProcess, status: int, *fragments: str) -> str:
-    assert result.returncode == status, result.stdout[-2000:] + result.stderr[-3000:]
-    assert "Traceback" not in result.stderr + result.stdout
-    (line,) = [line for line in result.stderr.splitlines() if line.startswith("mvssl ")]
-    for fragment in fragments:
-        assert fragment in line, line
-    return line
 
 
 def dropped_once(out: str, kept: int) -> bool:
