@@ -136,6 +136,8 @@ class MultiViewMethod(BaseMethod):
         if kwargs.projector not in PROJECTORS:
             raise ConfigError(f"method_kwargs.projector={kwargs.projector!r}: choose one of {PROJECTORS}")
         cls.check_kwargs(cfg)
+        if kwargs.fused_forward is None:  # null: the method's default (a recipe shared with the BT/VICReg family)
+            kwargs.fused_forward = False
         for key in ("fused_forward", "view_parallel"):
             if not boolean(kwargs[key]):
                 raise ConfigError(f"method_kwargs.{key}={kwargs[key]!r}: use true or false")
