@@ -129,6 +129,16 @@ def test_the_barlow_vicreg_family_checks_name_the_key(methods, method, change, m
     refused(methods, method, change, match)
 
 
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_fused_forward_null_is_the_methods_default(methods, method):
+    """A recipe shared across methods may say null (the BT/VICReg recipes do): each method
+    makes it a boolean, on only where its objective needs it."""
+    cfg = solo_shaped_cfg(method, 4)
+    OmegaConf.update(cfg, "method_kwargs.fused_forward", None, force_add=True)
+    methods[method].add_and_assert_specific_cfg(cfg)
+    assert cfg.method_kwargs.fused_forward is False
+
+
 def test_a_method_without_an_orthogonality_weight_has_no_family_keys():
     """MMCR: no beta, no objective or redundancy among its defaults."""
     defaults = method_class("mmcr").defaults()
