@@ -175,6 +175,15 @@ def read_val_labels(path: Path, images: Sequence[str], known: set) -> Dict[str, 
     by_name = {os.path.basename(p): p for p in images}
     labels: Dict[str, str] = {}
     unmatched: List[str] = []
+
+    def place(key: str, label: str, *lookups: Dict[str, str]) -> None:
+        """The label of the image ``key`` names (the first lookup that knows it), or ``key`` unmatched."""
+        image = next((lookup[key] for lookup in lookups if key in lookup), None)
+        if image is None:
+            unmatched.append(key)
+        else:
+            labels[image] = label
+
     if path.suffix.lower() == ".csv":
         with open(path, newline="") as handle:
             rows = csv.reader(handle)
@@ -187,12 +196,7 @@ def read_val_labels(path: Path, images: Sequence[str], known: set) -> Dict[str, 
                 words = row[1].split() if len(row) > 1 else []
                 if not words:
                     raise ConfigError(f"{path}, line {number}: no class for {row[0]}")
-                label = _check_label(words[0], f"{path}, line {number}", known)
-                image = by_stem.get(row[0]) or by_name.get(row[0])
-                if image is None:
-                    unmatched.append(row[0])
-                else:
-                    labels[image] = label
+                place(row[0], _check_label(words[0], f"{path}, line {number}", known), by_stem, by_name)
     else:
         with open(path) as handle:
             lines = [(n, line.split()) for n, line in enumerate(handle, start=1) if line.strip()]
@@ -210,12 +214,7 @@ def read_val_labels(path: Path, images: Sequence[str], known: set) -> Dict[str, 
                     raise ConfigError(
                         f"{path}, line {number}: expected '<wnid>' or '<file name> <wnid>', found {' '.join(words)!r}"
                     )
-                label = _check_label(words[1], f"{path}, line {number}", known)
-                image = by_name.get(words[0]) or by_stem.get(words[0])
-                if image is None:
-                    unmatched.append(words[0])
-                else:
-                    labels[image] = label
+                place(words[0], _check_label(words[1], f"{path}, line {number}", known), by_name, by_stem)
     if unmatched:
         raise ConfigError(
             f"{path} labels {len(unmatched)} image(s) the validation folder does not hold: {_listing(unmatched)} "
