@@ -205,6 +205,16 @@ def test_the_pth_imports_neither_torch_nor_solo_and_switches_off(tmp_path):
     assert off.stdout.split() == ["[]", "0"], off.stderr
 
 
+def test_the_pth_is_silent_once_the_package_is_gone(tmp_path):
+    """An editable checkout deleted (or the package removed) leaves the .pth behind: every
+    Python start in the environment must still start cleanly, without a traceback."""
+    shutil.copy(PTH, tmp_path / PTH.name)
+    code = f"import site; site.addsitedir({str(tmp_path)!r}); print('started')"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "started\n", "")
+
+
 def test_importing_the_plugins_methods_first_registers_them_without_a_hang(tmp_path):
     """main_compare.py imports the plugin's methods, which import solo-learn half-way through:
     the hook waits until they are loaded, then registers (it once looped here forever)."""
