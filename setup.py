@@ -2,7 +2,7 @@
 ``mvssl_plugin_autoregister.pth`` to site-packages, in the wheel and in editable installs:
 at interpreter start it puts a standard-library-only finder on ``sys.meta_path`` that
 registers the plugin when solo-learn's ``solo.methods`` is first imported
-(mvssl_plugin/_autoregister.py; ``MVSSL_PLUGIN_AUTOREGISTER=0`` turns it off)."""
+(the top-level module mvssl_plugin_autoregister.py; ``MVSSL_PLUGIN_AUTOREGISTER=0`` turns it off)."""
 
 from pathlib import Path
 

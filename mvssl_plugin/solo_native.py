@@ -1,4 +1,4 @@
-"""What the plugin does inside solo-learn's own scripts (called by :mod:`mvssl_plugin._autoregister`).
+"""What the plugin does inside solo-learn's own scripts (called by :mod:`mvssl_plugin_autoregister`).
 
 * ``solo.methods`` imported: :func:`mvssl_plugin.registry.register` (``mabt``, ``mavicreg``,
   the plugin's backbones in solo-learn's tables).

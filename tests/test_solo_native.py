@@ -1,5 +1,5 @@
 """The plugin as solo-learn's own scripts see it once installed: the autoregister hook
-(mvssl_plugin/_autoregister.py, via mvssl_plugin_autoregister.pth), the recipes in
+(mvssl_plugin_autoregister.py, via mvssl_plugin_autoregister.pth), the recipes in
 solo-learn's layout (mvssl-recipes install-solo) and a wheel that runs without the checkout."""
 
 from __future__ import annotations
@@ -189,11 +189,11 @@ def test_install_solo_refuses_a_folder_that_is_not_solo_learn(tmp_path):
     assert result.stderr.strip().count("\n") == 0 and "is not a solo-learn checkout" in result.stderr
 
 
-def test_the_pth_imports_neither_torch_nor_solo_and_switches_off(tmp_path):
+def test_the_pth_imports_neither_torch_solo_nor_the_package_and_switches_off(tmp_path):
     shutil.copy(PTH, tmp_path / PTH.name)
     code = (
         f"import site, sys; site.addsitedir({str(tmp_path)!r}); "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'solo', 'omegaconf', 'hydra'}), "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'solo', 'omegaconf', 'hydra', 'mvssl_plugin'}), "
         "[type(f).__name__ for f in sys.meta_path].count('SoloFinder'))"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))

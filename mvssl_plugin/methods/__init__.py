@@ -9,6 +9,9 @@ from mvssl_plugin.methods.mmcr import MultiViewMMCR
 __all__ = ["BarlowVICRegMethod", "MultiAugBarlowTwins", "MultiAugVICReg", "MultiViewMMCR", "MultiViewMethod"]
 
 # solo-learn imported by the lines above, while they were half done: register now
-from mvssl_plugin._autoregister import run_pending  # noqa: E402
-
-run_pending()
+try:  # the hook is a top-level module next to the package (absent from a bare source tree)
+    from mvssl_plugin_autoregister import run_pending  # noqa: E402
+except ModuleNotFoundError:
+    pass
+else:
+    run_pending()

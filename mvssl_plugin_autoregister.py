@@ -1,10 +1,11 @@
 """Registers the plugin into solo-learn's own scripts, with no import in them.
 
 The installed ``mvssl_plugin_autoregister.pth`` (site-packages, from the wheel or an
-editable install; see setup.py) imports this module at interpreter start and calls
-:func:`install`. It is
-standard-library only and does nothing but put a finder on ``sys.meta_path`` that watches
-two module names; it imports neither torch nor solo-learn. When a program first imports
+editable install; see setup.py) imports this top-level module at interpreter start and
+calls :func:`install`. It sits outside the ``mvssl_plugin`` package so that starting Python
+imports neither torch, solo-learn nor the package itself (a checkout on ``sys.path`` then
+still provides its own ``mvssl_plugin``); it is standard-library only and does nothing but
+put a finder on ``sys.meta_path`` that watches two module names. When a program first imports
 ``solo.methods`` (solo-learn's ``main_pretrain.py``, ``main_linear.py``, ``main_knn.py``,
 ``main_umap.py``, its tests), the module is loaded by its own loader and then
 :func:`mvssl_plugin.solo_native.on_import` registers ``mabt``, ``mavicreg`` and the
