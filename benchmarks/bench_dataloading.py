@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def recipe(args, views: int):
-    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.cli.config_name import compose_recipe
 
     return compose_recipe(
         args.recipe,

@@ -88,7 +88,7 @@ def bench_losses(batch: int, repeats: int) -> None:
 
 
 def bench_steps(batch: int, repeats: int, backbone: str, device: torch.device) -> None:
-    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.synthetic import tiny_overrides
     from mvssl_plugin.synthetic import write_image_folder as make_image_folder
     from mvssl_plugin.train.pretrain import build_pretrain_model

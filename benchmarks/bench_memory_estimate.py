@@ -1,4 +1,4 @@
-"""The memory estimate (mvssl_plugin/resources.py) against the peak RSS of real training steps.
+"""The memory estimate (mvssl_plugin/memory_estimate.py) against the peak RSS of real training steps.
 
     python benchmarks/bench_memory_estimate.py [--steps 3] [--only N ...]
 
@@ -46,10 +46,10 @@ COMMON = (
 
 def estimate(recipe: str, overrides: list[str]) -> float:
     """The estimate the entry point compares with free memory, for this config."""
-    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.config import adapt_to_hardware, set_crop_counts
-    from mvssl_plugin.resources import estimate_peak
-    from mvssl_plugin.train.resources import run_shape
+    from mvssl_plugin.memory_estimate import estimate_peak
+    from mvssl_plugin.train.memory_check import run_shape
 
     cfg = compose_recipe(recipe, "pretrain", overrides)
     adapt_to_hardware(cfg)

@@ -100,7 +100,7 @@ def pretrain(
 
 def random_init(out: Path, name: str, d: int, m: int, seed: int):
     """The recipe's network at initialisation (built as main_pretrain.py would build it)."""
-    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.train.pretrain import build_pretrain_model
 
     overrides = [

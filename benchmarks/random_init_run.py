@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, as for main_pretrain.py")
     args = parser.parse_args()
 
-    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.cli.report import quiet_dependency_warnings
     from mvssl_plugin.train.pretrain import build_pretrain_model
 

@@ -8,7 +8,7 @@ import random
 import pytest
 from helpers import solo_shaped_cfg, tiny_overrides
 
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import METHODS
 from mvssl_plugin.train.pretrain import pretrain

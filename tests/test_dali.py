@@ -12,7 +12,7 @@ import torch
 from helpers import has_dali, make_image_folder, run_entry, tiny_overrides
 from PIL import Image
 
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.data.dali import DaliMultiViewLoader, EpochShards, ViewRecipe
 from mvssl_plugin.data.folders import pretrain_loader, pretrain_samples, pretrain_transform
 from mvssl_plugin.errors import ConfigError, DataError

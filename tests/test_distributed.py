@@ -127,7 +127,7 @@ def _view_parallel_worker(rank: int, init_file: str, out_dir: str, overrides: li
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.train.pretrain import build_pretrain_model
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
@@ -149,7 +149,7 @@ def test_view_parallel_equals_one_process_with_all_views(tiny_cifar, tmp_path):
     process forwarding all 4 views (per-view BatchNorm makes this exact, no SyncBN needed)."""
     from helpers import tiny_overrides
 
-    from mvssl_plugin.cli.recipes import compose_recipe
+    from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.train.pretrain import build_pretrain_model
 
     overrides = tiny_overrides(tiny_cifar, tmp_path, strategy="ddp", devices=2)

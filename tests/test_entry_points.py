@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers import REPO, run_entry, tiny_overrides
 
-from mvssl_plugin.cli.recipes import PACKAGE_RECIPES, compose_recipe, find_recipe_dir, list_recipes
+from mvssl_plugin.cli.config_name import PACKAGE_RECIPES, compose_recipe, find_recipe_dir, list_recipes
 from mvssl_plugin.train.pretrain import pretrain
 
 PRETRAIN_RECIPES = list_recipes("pretrain")

@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import NEEDS_DALI, run_entry, tiny_overrides
 
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.train.pretrain import pretrain
 

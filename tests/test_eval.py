@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers import run_entry, tiny_overrides
 
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.config import VICREG_SLOT, resolve_beta
 from mvssl_plugin.eval.compare import pareto_front
 from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe

@@ -9,7 +9,7 @@ import torch
 from helpers import tiny_overrides
 from test_fastssl_reference import ref_barlow_twins, ref_vicreg
 
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.train.pretrain import build_pretrain_model
 
 

@@ -15,7 +15,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from mvssl_plugin.losses import OBJECTIVES, REDUNDANCY_MODES, multiview_barlow_loss, multiview_vicreg_loss
+from mvssl_plugin.losses import multiview_barlow_loss, multiview_vicreg_loss
+from mvssl_plugin.objectives import OBJECTIVES, REDUNDANCY_MODES
 
 # ----------------------------------------------------------------------------- reference
 

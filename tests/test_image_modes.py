@@ -16,7 +16,7 @@ from helpers import NEEDS_DALI, make_image_folder, run_entry, tiny_overrides
 from PIL import Image
 
 import mvssl_plugin.data.memory as memory
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.data.folders import pretrain_dataset, pretrain_samples
 from mvssl_plugin.data.memory import decode_to_uint8, memory_bytes_needed, pretrain_memory_loader
 from mvssl_plugin.data.pixels import dali_reads_as_is

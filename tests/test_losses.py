@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 from solo.losses.barlow import barlow_loss_func
 from solo.losses.vicreg import vicreg_loss_func
 from torch.utils.flop_counter import FlopCounterMode
 
-from mvssl_plugin.losses import OBJECTIVES, leave_one_out_means, multiview_barlow_loss, multiview_vicreg_loss
+from mvssl_plugin.losses import leave_one_out_means, multiview_barlow_loss, multiview_vicreg_loss
+from mvssl_plugin.objectives import LOSS_SCALE, METHOD_SCALE, OBJECTIVES
 
 #: (objective, redundancy) pairs that are valid together
 MODES = [("leave_one_out", "per_view"), ("leave_one_out", "mean_embedding"), ("fastssl", "per_view")]
@@ -32,6 +35,26 @@ def test_barlow_two_views_equal_solo_learn(lamb, scale):
     torch.testing.assert_close(ours, solo, rtol=1e-5, atol=1e-6)
     for g_ours, g_solo in zip(grads(ours, z), grads(solo, z)):
         torch.testing.assert_close(g_ours, g_solo, rtol=1e-4, atol=1e-7)
+
+
+def test_scale_loss_defaults_are_solo_learns_own():
+    """solo-learn's loss function and its method default to different factors; ours follow each."""
+    from omegaconf import OmegaConf
+    from solo.methods import BarlowTwins
+
+    from mvssl_plugin.cli.config_name import compose_recipe
+    from mvssl_plugin.methods import MultiAugBarlowTwins
+
+    z = views(2)
+    torch.testing.assert_close(multiview_barlow_loss(z, lamb=5e-3), barlow_loss_func(*z, lamb=5e-3))
+    assert LOSS_SCALE["leave_one_out"] == inspect.signature(barlow_loss_func).parameters["scale_loss"].default
+    cfg = compose_recipe("mabt_cifar.yaml", "pretrain")
+    del cfg.method_kwargs["scale_loss"]  # both methods fill in their own default
+    solo_cfg = OmegaConf.create(OmegaConf.to_container(cfg))
+    solo_cfg.method_kwargs = {"lamb": 0.005, "proj_hidden_dim": 64, "proj_output_dim": 64}
+    ours = MultiAugBarlowTwins.add_and_assert_specific_cfg(cfg).method_kwargs.scale_loss
+    solo = BarlowTwins.add_and_assert_specific_cfg(solo_cfg).method_kwargs.scale_loss
+    assert ours == METHOD_SCALE["leave_one_out"] == solo
 
 
 @pytest.mark.parametrize("weights", [(25.0, 25.0, 1.0), (10.0, 5.0, 0.3)])

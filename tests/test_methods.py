@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import tiny_overrides
 
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.methods import MultiAugBarlowTwins, MultiAugVICReg
 from mvssl_plugin.train.pretrain import build_pretrain_model
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import NEEDS_DALI, kill_in_second_epoch, make_image_folder, run_entry, tiny_overrides
 
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.runs import is_complete_checkpoint
 from mvssl_plugin.train.checkpoints import find_resumable
 

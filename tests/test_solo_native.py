@@ -163,7 +163,7 @@ def test_with_the_hook_off_solo_learn_does_not_know_the_method(solo_tree):
 @NEEDS_SOLO_TREE
 def test_install_solo_recipes_run_under_solo_main_pretrain(solo_tree):
     """mvssl-recipes install-solo, then solo-learn's own script on a copied recipe (m = 4)."""
-    from mvssl_plugin.cli.recipes_command import main
+    from mvssl_plugin.cli.recipes import main
 
     main(["install-solo", str(solo_tree / "solo-learn")])
     installed = solo_tree / "solo-learn" / "scripts" / "pretrain"
@@ -180,7 +180,7 @@ def test_install_solo_recipes_run_under_solo_main_pretrain(solo_tree):
 
 def test_install_solo_refuses_a_folder_that_is_not_solo_learn(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "mvssl_plugin.cli.recipes_command", "install-solo", str(tmp_path)],
+        [sys.executable, "-m", "mvssl_plugin.cli.recipes", "install-solo", str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -193,7 +193,8 @@ def test_the_pth_imports_neither_torch_solo_nor_the_package_and_switches_off(tmp
     shutil.copy(PTH, tmp_path / PTH.name)
     code = (
         f"import site, sys; site.addsitedir({str(tmp_path)!r}); "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'solo', 'omegaconf', 'hydra', 'mvssl_plugin'}), "
+        "heavy = {'torch', 'solo', 'omegaconf', 'hydra', 'mvssl_plugin'}; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy), "
         "[type(f).__name__ for f in sys.meta_path].count('SoloFinder'))"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))

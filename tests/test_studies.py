@@ -8,7 +8,7 @@ import json
 import pytest
 from helpers import run_entry, tiny_overrides
 
-from mvssl_plugin.cli.recipes import compose_recipe
+from mvssl_plugin.cli.config_name import compose_recipe
 
 
 @pytest.mark.parametrize(

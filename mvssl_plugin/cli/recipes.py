@@ -1,101 +1,107 @@
-"""Where ``--config-name`` finds a recipe: scripts/<kind>/<dataset>/ of the working
-directory, else the package's mvssl_plugin/recipes/<kind>/<dataset>/, with no
-``--config-path`` needed."""
+"""``mvssl-recipes``: the recipes the package ships, and copying its solo-learn-layout recipes
+into a solo-learn checkout.
+
+    mvssl-recipes [list]                  recipes of mvssl-pretrain / mvssl-linear, with their folders
+    mvssl-recipes show NAME               the file of a recipe (as --config-name finds it)
+    mvssl-recipes install-solo SOLO_DIR   copies the recipes in solo-learn's layout into
+                                          SOLO_DIR/scripts/pretrain/<dataset>/ (for its main_pretrain.py)
+"""
 
 from __future__ import annotations
 
-import os
+import argparse
+import filecmp
+import shutil
+import sys
 from pathlib import Path
 from typing import List, Optional
 
-from omegaconf import DictConfig
+from mvssl_plugin.config.recipe_files import SOLO_RECIPES, recipe_files, recipe_roots
 
-from mvssl_plugin.config.recipes import GROUP_DIRS, PACKAGE_RECIPES, recipe_roots
-from mvssl_plugin.config.recipes import recipe_files as _recipe_files
-from mvssl_plugin.errors import ConfigError
-
-__all__ = ["GROUP_DIRS", "PACKAGE_RECIPES", "compose_recipe", "find_recipe_dir", "list_recipes", "recipe_roots"]
+KINDS = ("pretrain", "linear")
 
 
-def list_recipes(kind: str) -> List[str]:
-    """Names of the recipes under each root's <dataset>/ folders (and folders below, e.g. paper/)."""
-    return sorted({p.name for root in recipe_roots(kind) for p in _recipe_files(root)})
+def recipe_listing() -> str:
+    """Every recipe ``--config-name`` finds, per kind and root (the first root wins a name)."""
+    lines = []
+    for kind in KINDS:
+        for root in recipe_roots(kind):
+            names = sorted(p.relative_to(root).as_posix() for p in recipe_files(root))
+            lines.append(f"{kind} recipes in {root}:")
+            lines += [f"  {name}" for name in names]
+    return "\n".join(lines)
 
 
-def groups_dir(recipe_dir: Path) -> Path:
-    """The folder holding the shared config groups (``base/`` ...) for a recipe folder:
-    the nearest one up the tree, else the recipe folder's parent."""
-    for folder in [recipe_dir, *recipe_dir.parents]:
-        if (folder / "base").is_dir():
-            return folder
-    return recipe_dir.parent
+def solo_recipes() -> List[Path]:
+    """The recipes in solo-learn's layout, relative to ``SOLO_RECIPES``."""
+    return sorted(p.relative_to(SOLO_RECIPES) for p in SOLO_RECIPES.rglob("*.yaml"))
 
 
-def find_recipe_dir(config_name: str, kind: str) -> Path:
-    """The folder under a recipe root (:func:`recipe_roots`) holding ``config_name`` (``.yaml`` optional)."""
-    name = config_name if config_name.endswith((".yaml", ".yml")) else f"{config_name}.yaml"
-    for root in recipe_roots(kind):
-        hits = sorted(p for p in _recipe_files(root) if p.name == name)
-        if len(hits) > 1:
-            raise ConfigError(f"--config-name {config_name} is ambiguous: {[str(h) for h in hits]}; pass --config-path")
-        if hits:
-            return hits[0].parent
-    available = sorted(list_recipes(kind))
-    where = " or ".join(str(root) for root in recipe_roots(kind)) or f"scripts/{kind}/"
-    raise ConfigError(f"no recipe named {config_name!r} under {where}; available: {available}")
+def is_solo_checkout(path: Path) -> bool:
+    return all((path / part).exists() for part in ("main_pretrain.py", "solo/methods/__init__.py", "scripts/pretrain"))
 
 
-def _argv_value(argv: List[str], *flags: str) -> Optional[str]:
-    for i, arg in enumerate(argv):
-        for flag in flags:
-            if arg == flag and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(flag + "="):
-                return arg.split("=", 1)[1]
-    return None
+def install_solo(target: Path, force: bool = False) -> List[str]:
+    """Copies the solo-layout recipes into ``target``; returns what was done, one line per file.
+
+    Raises:
+        SystemExit: ``target`` is not a solo-learn checkout, or a different file is in the way.
+    """
+    if not is_solo_checkout(target):
+        raise SystemExit(
+            f"mvssl-recipes: {target} is not a solo-learn checkout (needs main_pretrain.py, solo/methods/, "
+            "scripts/pretrain/)"
+        )
+    done, clashes = [], []
+    for rel in solo_recipes():
+        source, dest = SOLO_RECIPES / rel, target / "scripts" / rel
+        if dest.exists() and not filecmp.cmp(source, dest, shallow=False) and not force:
+            clashes.append(str(dest))
+    if clashes:
+        raise SystemExit(f"mvssl-recipes: would overwrite files that differ: {', '.join(clashes)} (--force to replace)")
+    for rel in solo_recipes():
+        source, dest = SOLO_RECIPES / rel, target / "scripts" / rel
+        if not dest.parent.is_dir():
+            raise SystemExit(f"mvssl-recipes: {dest.parent} is missing: not the solo-learn layout this plugin knows")
+        shutil.copyfile(source, dest)
+        done.append(f"{dest}")
+    return done
 
 
-def with_recipe_path(argv: List[str], kind: str) -> List[str]:
-    """Completes the command line for Hydra: ``--config-path`` for a bare ``--config-name``
-    found under a recipe root (a relative one is made absolute: Hydra would read it
-    relative to this module), and ``--config-dir`` for the shared groups (:func:`groups_dir`)."""
-    name = _argv_value(argv, "--config-name", "-cn")
-    if name is None:
-        return argv
-    config_path = _argv_value(argv, "--config-path", "-cp")
-    if config_path is None:
-        config_path = str(find_recipe_dir(name, kind))
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(prog="mvssl-recipes", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("list", help="the recipes --config-name finds (default)")
+    show = sub.add_parser("show", help="the file of a recipe")
+    show.add_argument("name")
+    show.add_argument("--kind", choices=KINDS, default=None)
+    install = sub.add_parser("install-solo", help="copy the solo-learn-layout recipes into a solo-learn checkout")
+    install.add_argument("solo_dir", type=Path)
+    install.add_argument("--force", action="store_true", help="replace files of the same name that differ")
+    args = parser.parse_args(argv)
+    if args.command in (None, "list"):
+        print(recipe_listing())
+    elif args.command == "show":
+        from mvssl_plugin.cli.config_name import find_recipe_dir
+        from mvssl_plugin.errors import ConfigError
+
+        name = args.name if args.name.endswith((".yaml", ".yml")) else f"{args.name}.yaml"
+        for kind in [args.kind] if args.kind else KINDS:
+            try:
+                print(find_recipe_dir(name, kind) / name)
+                return
+            except ConfigError as err:
+                error = err
+        raise SystemExit(f"mvssl-recipes: {error}")
     else:
-        argv = _without_option(argv, "--config-path", "-cp")
-        config_path = os.path.abspath(config_path)
-    options = ["--config-path", config_path]
-    if _argv_value(argv, "--config-dir", "-cd") is None:
-        options += ["--config-dir", str(groups_dir(Path(config_path)))]
-    # options first: Lightning's DDP launcher re-runs argv with overrides appended, and
-    # Hydra's parser wants all overrides in one run at the end
-    return options + argv
+        for line in install_solo(args.solo_dir.resolve(), args.force):
+            print(f"copied {line}")
+        folders = sorted({p.parts[1] for p in solo_recipes()})
+        print(
+            f"run from {args.solo_dir}: python3 main_pretrain.py --config-path scripts/pretrain/{folders[0]}/ "
+            "--config-name mabt.yaml (mvssl-plugin registers its methods when solo-learn imports them)"
+        )
 
 
-def _without_option(argv: List[str], *flags: str) -> List[str]:
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in flags:
-            skip = True
-        elif not arg.startswith(tuple(f + "=" for f in flags)):
-            out.append(arg)
-    return out
-
-
-def compose_recipe(config_name: str, kind: str, overrides: Optional[List[str]] = None) -> DictConfig:
-    """The config ``--config-name config_name`` would give (opened and resolved as the
-    entry points do), for notebooks and tests."""
-    from hydra import compose, initialize_config_dir
-
-    from mvssl_plugin.config import open_cfg
-
-    recipe_dir = find_recipe_dir(config_name, kind)
-    search = f"hydra.searchpath=[file://{groups_dir(recipe_dir)}]"
-    with initialize_config_dir(config_dir=str(recipe_dir), version_base="1.2"):
-        return open_cfg(compose(config_name=config_name, overrides=[search, *(overrides or [])]))
+if __name__ == "__main__":
+    sys.exit(main())

@@ -93,11 +93,11 @@ def run_hydra(task: Callable, kind: str) -> None:
     """Runs ``task`` as a Hydra app whose recipes live under the recipe roots (./scripts/<kind>, the package's)."""
     import hydra
 
-    from mvssl_plugin.cli.recipes import with_recipe_path
+    from mvssl_plugin.cli.config_name import with_recipe_path
 
     quiet_dependency_warnings()
     if any(arg in ("--help", "-h") for arg in sys.argv[1:]):
-        from mvssl_plugin.cli.recipes_command import recipe_listing
+        from mvssl_plugin.cli.recipes import recipe_listing
 
         print(f"usage: {os.path.basename(sys.argv[0])} --config-name RECIPE [key=value ...]\n{recipe_listing()}\n")
     try:

@@ -1,7 +1,7 @@
 """``auto`` orthogonality weights: where a method keeps beta, and the rule's number put there.
 
 The rule itself (beta = c / d and its multi-view factor) is pure math in
-:mod:`mvssl_plugin.beta`; this module reads and writes the config.
+:mod:`mvssl_plugin.beta_rule`; this module reads and writes the config.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig
 
-from mvssl_plugin import beta as beta_rule
+from mvssl_plugin import beta_rule
 from mvssl_plugin.config.augmentations import count_views
 from mvssl_plugin.config.values import AUTO, is_number, select
 from mvssl_plugin.errors import ConfigError

@@ -30,7 +30,7 @@ from typing import Any, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from mvssl_plugin.config.recipes import GROUP_DIRS, recipe_roots
+from mvssl_plugin.config.recipe_files import GROUP_DIRS, recipe_roots
 from mvssl_plugin.config.values import select
 from mvssl_plugin.errors import ConfigError
 

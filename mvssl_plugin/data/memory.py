@@ -84,7 +84,7 @@ from omegaconf import DictConfig, OmegaConf
 from mvssl_plugin.data.pixels import load_rgb
 from mvssl_plugin.data.views import EpochShards, ViewRecipe, process_group, split_over
 from mvssl_plugin.errors import ConfigError, DataError
-from mvssl_plugin.resources import available_ram
+from mvssl_plugin.memory_estimate import available_ram
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,6 @@ orthogonality term is about); float64 inputs stay float64.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Literal, Optional, Union
 
@@ -37,20 +36,11 @@ import torch
 import torch.nn.functional as F
 
 from mvssl_plugin.losses.distributed import all_reduce_sum, gather_batch, global_batch_size
+from mvssl_plugin.objectives import LOSS_SCALE, check_pair
 
 Views = Union[torch.Tensor, Sequence[torch.Tensor]]
 Objective = Literal["leave_one_out", "fastssl"]
 RedundancyMode = Literal["per_view", "mean_embedding"]
-
-#: ``leave_one_out``: ours, exact m = 2 parity with solo-learn; ``fastssl``: the authors' release.
-OBJECTIVES: tuple[str, ...] = ("leave_one_out", "fastssl")
-#: Redundancy terms of the leave_one_out objective (see :func:`multiview_barlow_loss`).
-REDUNDANCY_MODES: tuple[str, ...] = ("per_view", "mean_embedding")
-#: Old names still accepted, mapped to their current one (with a FutureWarning).
-REDUNDANCY_ALIASES: dict[str, str] = {"mean": "mean_embedding"}
-
-#: solo-learn's ``scale_loss`` default for Barlow Twins; the release has no such factor.
-DEFAULT_SCALE_LOSS: dict[str, float] = {"leave_one_out": 0.025, "fastssl": 1.0}
 
 
 def stack_views(views: Views) -> torch.Tensor:
@@ -103,40 +93,6 @@ def standardize(z: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
 def off_diagonal_square_sum(matrices: torch.Tensor) -> torch.Tensor:
     """``(..., D, D) -> (...)``: ``sum_{k != l} M[k, l]^2``."""
     return matrices.pow(2).sum(dim=(-2, -1)) - torch.diagonal(matrices, dim1=-2, dim2=-1).pow(2).sum(-1)
-
-
-def canonical_redundancy(redundancy: str) -> str:
-    """The current name of a redundancy mode: ``"mean"`` (deprecated) -> ``"mean_embedding"``.
-
-    Raises:
-        ValueError: for a name that is neither a mode nor an alias.
-    """
-    if redundancy in REDUNDANCY_ALIASES:
-        current = REDUNDANCY_ALIASES[redundancy]
-        warnings.warn(
-            f"redundancy={redundancy!r} is deprecated, use {current!r} (the same variant)", FutureWarning, stacklevel=3
-        )
-        return current
-    if redundancy not in REDUNDANCY_MODES:
-        raise ValueError(f"redundancy must be one of {REDUNDANCY_MODES}, got {redundancy!r}")
-    return redundancy
-
-
-def _check_objective(objective: str, redundancy: str) -> str:
-    """Validates the pair and returns the canonical redundancy mode.
-
-    ``redundancy`` only chooses between variants of the leave_one_out objective; the
-    fastssl objective has its own fixed redundancy term, so asking for another is an error.
-    """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    mode = canonical_redundancy(redundancy)
-    if objective == "fastssl" and mode != "per_view":
-        raise ValueError(
-            f"redundancy={redundancy!r} is a variant of objective='leave_one_out' only; "
-            "objective='fastssl' has the release's own redundancy term: leave redundancy at 'per_view'"
-        )
-    return mode
 
 
 # ----------------------------------------------------------------------------- Barlow Twins
@@ -213,7 +169,7 @@ def multiview_barlow_loss(
         L = scale_loss * [ 1/m sum_i sum_k (mean_n s_i[n,k] zbar[n,k] - 1)^2 + lamb * sum_{k != l} A[k,l]^2 ]
 
     Because view i is part of zbar, its diagonal term is ((m-1)/m)^2 times a
-    leave-one-out one; ``mvssl_plugin.beta`` maps lamb between the objectives.
+    leave-one-out one; ``mvssl_plugin.beta_rule`` maps lamb between the objectives.
 
     Under DDP, leave_one_out all-reduces the batch statistics and the D x D matrices
     (each process computes its share); fastssl gathers the L2-normalized views
@@ -223,9 +179,9 @@ def multiview_barlow_loss(
 
     Args:
         views: m embeddings ``(N, D)`` or one tensor ``(m, N, D)``, m >= 2.
-        lamb: off-diagonal weight beta (see ``mvssl_plugin.beta`` for the 1/D rule).
-        scale_loss: overall factor. None: 0.025 (solo-learn's) for leave_one_out, 1 (the
-            release has none) for fastssl.
+        lamb: off-diagonal weight beta (see ``mvssl_plugin.beta_rule`` for the 1/D rule).
+        scale_loss: overall factor. None: ``objectives.LOSS_SCALE`` (0.025, as solo-learn's
+            ``barlow_loss_func``, for leave_one_out; 1 for fastssl, whose release has none).
         redundancy: ``"per_view"`` or ``"mean_embedding"``, leave_one_out only.
         objective: ``"leave_one_out"`` or ``"fastssl"``.
 
@@ -236,10 +192,10 @@ def multiview_barlow_loss(
         ValueError: bad views, a negative lamb, an unknown objective or redundancy, or a
             redundancy other than ``per_view`` with objective ``fastssl``.
     """
-    mode = _check_objective(objective, redundancy)
+    mode = check_pair(objective, redundancy)
     if lamb < 0:
         raise ValueError(f"lamb (beta) must be >= 0, got {lamb}")
-    scale = DEFAULT_SCALE_LOSS[objective] if scale_loss is None else scale_loss
+    scale = LOSS_SCALE[objective] if scale_loss is None else scale_loss
     z = stack_views(views)
     if objective == "fastssl":
         return scale * _fastssl_barlow(z, lamb)
@@ -320,7 +276,7 @@ def multiview_vicreg_loss(
     mu = var_loss_weight and the covariance term is multiplied by cov_loss_weight (1 in
     the release). Note that with m = 2 the release's mu weighs the *mean* of the two
     hinges where solo-learn's var_loss_weight weighs their sum:
-    ``mvssl_plugin.beta.solo_vicreg_weights`` converts. Under DDP the views ``(m, N, D)``
+    ``mvssl_plugin.beta_rule.solo_vicreg_weights`` converts. Under DDP the views ``(m, N, D)``
     are gathered from every process along the batch axis (m N D numbers, cheap) and
     every term is computed on the global batch.
 
@@ -339,7 +295,7 @@ def multiview_vicreg_loss(
         ValueError: bad views, a negative cov_loss_weight, an unknown objective or
             redundancy, or a redundancy other than ``per_view`` with objective ``fastssl``.
     """
-    mode = _check_objective(objective, redundancy)
+    mode = check_pair(objective, redundancy)
     if cov_loss_weight < 0:
         raise ValueError(f"cov_loss_weight must be >= 0, got {cov_loss_weight}")
     z = stack_views(views)

@@ -15,8 +15,8 @@ import omegaconf
 from mvssl_plugin.config.beta import BetaSlot, resolve_beta
 from mvssl_plugin.config.values import select
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.losses import OBJECTIVES, REDUNDANCY_ALIASES, REDUNDANCY_MODES, canonical_redundancy
 from mvssl_plugin.methods.base import MultiViewMethod
+from mvssl_plugin.objectives import OBJECTIVES, REDUNDANCY_ALIASES, REDUNDANCY_MODES, check_pair
 
 
 class BarlowVICRegMethod(MultiViewMethod):
@@ -66,12 +66,10 @@ class BarlowVICRegMethod(MultiViewMethod):
         for key, choices in (("objective", OBJECTIVES), ("redundancy", (*REDUNDANCY_MODES, *REDUNDANCY_ALIASES))):
             if kwargs[key] not in choices:
                 raise ConfigError(f"method_kwargs.{key}={kwargs[key]!r}: choose one of {choices}")
-        kwargs.redundancy = canonical_redundancy(kwargs.redundancy)
-        if kwargs.objective == "fastssl" and kwargs.redundancy != "per_view":
-            raise ConfigError(
-                f"method_kwargs.redundancy={kwargs.redundancy!r} is a variant of the leave_one_out objective: "
-                "drop it, or use objective=leave_one_out"
-            )
+        try:
+            kwargs.redundancy = check_pair(kwargs.objective, kwargs.redundancy)
+        except ValueError as err:
+            raise ConfigError(f"method_kwargs: {err}") from None
         if kwargs.fused_forward is None:
             kwargs.fused_forward = kwargs.objective == "fastssl"
         if kwargs.objective == "fastssl" and kwargs.fused_forward is False:

@@ -10,6 +10,7 @@ from mvssl_plugin.config.beta import BARLOW_SLOT
 from mvssl_plugin.config.values import AUTO, positive
 from mvssl_plugin.losses import multiview_barlow_loss
 from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
+from mvssl_plugin.objectives import METHOD_SCALE
 
 
 class MultiAugBarlowTwins(BarlowVICRegMethod):
@@ -20,8 +21,9 @@ class MultiAugBarlowTwins(BarlowVICRegMethod):
             rule beta = beta_c / proj_output_dim, times the multi-view factor for m > 2.
         beta_c (float): the rule's c (default: fitted to the authors' CIFAR-10 sweep).
         beta_multiview_factor (float): overrides the objective's multi-view factor.
-        scale_loss (float | null): overall factor, as solo-learn's. null (default): 0.024
-            (solo-learn's) for leave_one_out, 1 for fastssl (the release has none).
+        scale_loss (float | null): overall factor, as solo-learn's. null (default):
+            ``objectives.METHOD_SCALE`` (0.024, as solo-learn's ``BarlowTwins``, for
+            leave_one_out; 1 for fastssl, whose release has none).
     """
 
     loss_metric = "train_barlow_loss"
@@ -37,7 +39,7 @@ class MultiAugBarlowTwins(BarlowVICRegMethod):
     def add_and_assert_specific_cfg(cls, cfg):
         cfg = super().add_and_assert_specific_cfg(cfg)
         if cfg.method_kwargs.scale_loss is None:
-            cfg.method_kwargs.scale_loss = 1.0 if cfg.method_kwargs.objective == "fastssl" else 0.024
+            cfg.method_kwargs.scale_loss = METHOD_SCALE[cfg.method_kwargs.objective]
         return cfg
 
     def __init__(self, cfg):

@@ -29,7 +29,7 @@ from mvssl_plugin.data.folders import Screen, eval_keeps_size
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import BUILTIN_BETA_SLOTS, is_multiview
 from mvssl_plugin.runs import incomplete_checkpoints, is_complete_checkpoint, newest_checkpoint
-from mvssl_plugin.train.resources import check_memory
+from mvssl_plugin.train.memory_check import check_memory
 
 
 def check_method_and_backbone(cfg: DictConfig, methods: Dict[str, Type], backbones: Dict) -> None:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-#: The losses' objectives (the same tuple as ``mvssl_plugin.losses.OBJECTIVES``, kept
-#: here so that this module imports no framework).
-OBJECTIVES: tuple[str, ...] = ("leave_one_out", "fastssl")
+from mvssl_plugin.objectives import check_objective
+
 #: Loss families the rule serves.
 METHODS: tuple[str, ...] = ("barlow_twins", "vicreg")
 
@@ -91,8 +90,7 @@ def released_vicreg_betas() -> dict[tuple[int, int], float]:
 
 
 def _check_objective_and_views(objective: str, num_views: int) -> None:
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    check_objective(objective)
     if isinstance(num_views, bool) or not isinstance(num_views, int) or num_views < 2:
         raise ValueError(f"num_views must be an integer >= 2, got {num_views!r}")
 

@@ -1,5 +1,5 @@
 """The memory check before pretraining: the run's shape from its config, the estimate
-(:mod:`mvssl_plugin.resources`) against the memory the device has free, and what fits."""
+(:mod:`mvssl_plugin.memory_estimate`) against the memory the device has free, and what fits."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 from mvssl_plugin.config import select
 from mvssl_plugin.config.data import SMALL_IMAGE_DATASETS
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.resources import (
+from mvssl_plugin.memory_estimate import (
     LOW_END,
     RunShape,
     available_bytes,
