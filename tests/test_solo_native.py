@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
@@ -57,7 +58,7 @@ def solo_tree(tmp_path_factory):
     return root
 
 
-def run_solo(root: Path, script: str, args: list, hook: bool = True) -> subprocess.CompletedProcess:
+def run_solo(root: Path, script: str, args: list, hook: bool = True, prelude: str = "") -> subprocess.CompletedProcess:
     """``python <solo tree>/<script> args`` from the tree, the worktree's plugin first on the path."""
     env = {k: v for k, v in os.environ.items() if k not in ("WANDB_SERVICE", "WANDB_DIR")}
     env.update(
@@ -65,7 +66,7 @@ def run_solo(root: Path, script: str, args: list, hook: bool = True) -> subproce
     )
     env["MVSSL_PLUGIN_AUTOREGISTER"] = "1" if hook else "0"
     tree = root / "solo-learn"
-    command = [sys.executable, "-c", WITH_SITE, str(root / "site"), str(tree / script), *args]
+    command = [sys.executable, "-c", prelude + WITH_SITE, str(root / "site"), str(tree / script), *args]
     return subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -167,7 +168,7 @@ def test_install_solo_recipes_run_under_solo_main_pretrain(solo_tree):
 
     main(["install-solo", str(solo_tree / "solo-learn")])
     installed = solo_tree / "solo-learn" / "scripts" / "pretrain"
-    for folder, names in (("cifar", 8), ("imagenet-100", 4)):
+    for folder, names in (("cifar", 8), ("imagenet-100", 4), ("stl10", 4)):
         assert len([*(installed / folder).glob("mabt*.yaml"), *(installed / folder).glob("mavicreg*.yaml")]) == names
     args = ["--config-path", "scripts/pretrain/cifar/", "--config-name", "mavicreg.yaml", *SOLO_TINY]
     result = run_solo(solo_tree, "main_pretrain.py", [*args, *data_args(solo_tree, "runs_recipe")])
@@ -176,6 +177,48 @@ def test_install_solo_recipes_run_under_solo_main_pretrain(solo_tree):
     assert saved["method"] == "mavicreg" and saved["data"]["num_large_crops"] == 4
     assert [p["num_crops"] for p in saved["augmentations"]] == [2, 2]
     assert isinstance(saved["method_kwargs"]["cov_loss_weight"], float)
+
+
+def write_stl10_binary(root: Path, seed: int = 0) -> Path:
+    """torchvision's STL-10 files (stl10_binary/*.bin: uint8 images stored column-major, labels
+    1..10), a few images each, as solo-learn's ``dataset: stl10`` reads them."""
+    rng = np.random.default_rng(seed)
+    folder = root / "stl10_binary"
+    folder.mkdir(parents=True)
+    for split, count in (("train", 20), ("unlabeled", 12), ("test", 10)):
+        rng.integers(0, 256, (count, 3, 96, 96), dtype=np.uint8).tofile(folder / f"{split}_X.bin")
+        if split != "unlabeled":
+            (np.arange(count) % 10 + 1).astype(np.uint8).tofile(folder / f"{split}_y.bin")
+    return root
+
+
+@NEEDS_SOLO_TREE
+def test_installed_stl10_recipe_runs_under_solo_main_pretrain(solo_tree):
+    """solo-learn has no STL-10 folder: ours ships whole (its 96-px augmentations/ and wandb/), and
+    solo-learn's main_pretrain.py trains on it with its own ``dataset: stl10`` loader (torchvision's
+    STL-10 files, generated here; their checksum check is the one thing bypassed)."""
+    from mvssl_plugin.cli.recipes import main
+
+    main(["install-solo", str(solo_tree / "solo-learn")])
+    data = write_stl10_binary(solo_tree / "stl10_data")
+    args = ["--config-path", "scripts/pretrain/stl10/", "--config-name", "mabt.yaml", *SOLO_TINY]
+    args += [f"data.train_path={data}", f"data.val_path={data}", f"checkpoint.dir={solo_tree / 'runs_stl10'}"]
+    bypass = "import torchvision.datasets as d; d.STL10._check_integrity = lambda self: True; "
+    result = run_solo(solo_tree, "main_pretrain.py", args, prelude=bypass)
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = args_json(solo_tree, "runs_stl10")
+    assert (saved["method"], saved["data"]["dataset"], saved["data"]["num_large_crops"]) == ("mabt", "stl10", 4)
+    assert [(p["crop_size"], p["num_crops"]) for p in saved["augmentations"]] == [(96, 4)]
+
+
+def test_solo_layout_stl10_views_are_the_plugins_own():
+    """The STL-10 augmentation shipped for solo-learn's layout is the plugin's own, pipeline for pipeline."""
+    from mvssl_plugin.config.recipe_files import PACKAGE_RECIPES, SOLO_RECIPES
+
+    ours = OmegaConf.load(PACKAGE_RECIPES / "pretrain" / "augmentations" / "stl10.yaml")
+    solo = OmegaConf.load(SOLO_RECIPES / "pretrain" / "stl10" / "augmentations" / "symmetric.yaml")
+    strip = lambda pipelines: [{k: v for k, v in p.items() if k != "num_crops"} for p in pipelines]  # noqa: E731
+    assert strip(OmegaConf.to_container(ours)) == strip(OmegaConf.to_container(solo))
 
 
 def test_install_solo_refuses_a_folder_that_is_not_solo_learn(tmp_path):

@@ -41,6 +41,12 @@ def is_solo_checkout(path: Path) -> bool:
     return all((path / part).exists() for part in ("main_pretrain.py", "solo/methods/__init__.py", "scripts/pretrain"))
 
 
+def brings_own_folder(rel: Path) -> bool:
+    """A dataset folder solo-learn has none of (STL-10) ships whole, with its own augmentations/
+    and wandb/; the others go next to solo-learn's files and use its groups."""
+    return (SOLO_RECIPES / rel.parts[0] / rel.parts[1] / "augmentations").is_dir()
+
+
 def install_solo(target: Path, force: bool = False) -> List[str]:
     """Copies the solo-layout recipes into ``target``; returns what was done, one line per file.
 
@@ -52,17 +58,22 @@ def install_solo(target: Path, force: bool = False) -> List[str]:
             f"mvssl-recipes: {target} is not a solo-learn checkout (needs main_pretrain.py, solo/methods/, "
             "scripts/pretrain/)"
         )
-    done, clashes = [], []
+    done, clashes, missing = [], [], []
     for rel in solo_recipes():
         source, dest = SOLO_RECIPES / rel, target / "scripts" / rel
         if dest.exists() and not filecmp.cmp(source, dest, shallow=False) and not force:
             clashes.append(str(dest))
+        if not dest.parent.is_dir() and not brings_own_folder(rel):
+            missing.append(str(dest.parent))
+    if missing:
+        raise SystemExit(
+            f"mvssl-recipes: {', '.join(sorted(set(missing)))} missing: not the solo-learn layout this plugin knows"
+        )
     if clashes:
         raise SystemExit(f"mvssl-recipes: would overwrite files that differ: {', '.join(clashes)} (--force to replace)")
     for rel in solo_recipes():
         source, dest = SOLO_RECIPES / rel, target / "scripts" / rel
-        if not dest.parent.is_dir():
-            raise SystemExit(f"mvssl-recipes: {dest.parent} is missing: not the solo-learn layout this plugin knows")
+        dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, dest)
         done.append(f"{dest}")
     return done
