@@ -1,8 +1,9 @@
 """mvssl-plugin: multi-view Barlow Twins / VICReg and the small-projector beta rule for solo-learn.
 
 Layers, bottom up (imports only point down):
-``losses/``, ``beta``, ``backbones/`` (pure torch / Python math), ``runs`` and
-``imagefolder`` (files on disk), ``errors``; ``config/`` (checks of a composed config);
+``losses/``, ``backbones/`` (pure torch), ``beta_rule``, ``objectives``, ``memory_estimate``
+(pure Python: the small-projector rule, the family's vocabulary, the peak-memory arithmetic),
+``runs`` and ``imagefolder`` (files on disk), ``errors``; ``config/`` (checks of a composed config);
 ``data/`` and ``methods/`` (solo-learn adapters); ``registry`` (names -> implementations);
 ``eval/`` (evaluations, training-time signals); ``train/`` (the Lightning flow of a
 pretraining or linear run); ``cli/`` (entry points). Importing this package imports

@@ -119,6 +119,7 @@ def test_ddp_on_two_cpu_processes_through_the_entry_point(view_parallel, data_fo
     # view-parallel: every process all 24 images (3 batches)
     state = torch.load(next(run_dir.glob("*.ckpt")), map_location="cpu", weights_only=False)
     assert state["global_step"] == (3 if view_parallel else 1)
+    assert f"; {state['global_step']} steps per epoch;" in result.stdout  # the start block counts per process
 
 
 def _view_parallel_worker(rank: int, init_file: str, out_dir: str, overrides: list, batch: list) -> None:

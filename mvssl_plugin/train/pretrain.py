@@ -49,7 +49,7 @@ def pretrain(cfg: DictConfig):
     """Pretrains the method a composed Hydra config names; returns the fitted Trainer."""
     from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
     from mvssl_plugin.train.checks import file_screen
-    from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts
+    from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts, steps_per_process
     from mvssl_plugin.train.trainer import fit, resume_checkpoint
 
     cfg, model = build_pretrain_model(cfg)
@@ -60,6 +60,6 @@ def pretrain(cfg: DictConfig):
     screen = file_screen(cfg)
     val_loader = build_val_loader(cfg, screen)
     train_loader, num_images = build_pretrain_loader(cfg, screen)
-    facts = start_facts(cfg, num_images, len(train_loader))
+    facts = start_facts(cfg, num_images, steps_per_process(cfg, train_loader))
     record_facts(cfg, facts)
     return fit(cfg, model, train_loader, val_loader, cfg.method, extra_callbacks=[StartBlock(facts)], resume=resume)

@@ -6,6 +6,7 @@ run folder is added when it exists (the checkpointer makes it at setup).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Dict, Optional
 
@@ -37,6 +38,19 @@ def beta_text(cfg: DictConfig) -> str:
     if slot.relative_to is not None:
         text += f" = {kwargs[slot.relative_to]:g} x beta {beta:.4g}"
     return f"{text} ({kwargs.get('beta_rule') or 'set by hand'})"
+
+
+def steps_per_process(cfg: DictConfig, loader) -> int:
+    """Optimizer steps per epoch in each process. A torch DataLoader is sharded by Lightning's
+    DistributedSampler only when fit starts, so its length before then counts every image;
+    the in-memory and DALI loaders shard themselves (and view-parallel runs do not shard)."""
+    from torch.utils.data import DataLoader
+
+    processes = len(cfg.devices) * int(select(cfg, "num_nodes", 1) or 1)
+    if processes == 1 or not isinstance(loader, DataLoader) or select(cfg, "method_kwargs.view_parallel", False):
+        return len(loader)
+    per_process = math.ceil(len(loader.dataset) / processes)  # DistributedSampler pads to this
+    return per_process // loader.batch_size if loader.drop_last else math.ceil(per_process / loader.batch_size)
 
 
 def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[str, str]:
