@@ -115,7 +115,8 @@ def main() -> None:
 
     from mvssl_plugin.data.dali import DaliMultiViewLoader, ViewRecipe
     from mvssl_plugin.data.folders import pretrain_dataset, pretrain_samples, pretrain_transform
-    from mvssl_plugin.data.memory import MemoryMultiViewLoader, decode_to_uint8
+    from mvssl_plugin.data.memory.cache import decode_to_uint8
+    from mvssl_plugin.data.memory.loader import MemoryMultiViewLoader
 
     gpu = args.dali_device == "gpu" or memory_device == "cuda"
     sync = torch.cuda.synchronize if gpu else (lambda: None)

@@ -15,10 +15,11 @@ import torch
 from helpers import NEEDS_DALI, make_image_folder, run_entry, tiny_overrides
 from PIL import Image
 
-import mvssl_plugin.data.memory as memory
+import mvssl_plugin.data.memory.cache as memory_cache
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.data.folders import pretrain_dataset, pretrain_samples
-from mvssl_plugin.data.memory import decode_to_uint8, memory_bytes_needed, pretrain_memory_loader
+from mvssl_plugin.data.memory.cache import decode_to_uint8, memory_bytes_needed
+from mvssl_plugin.data.memory.pretrain import pretrain_memory_loader
 from mvssl_plugin.data.pixels import dali_reads_as_is
 from mvssl_plugin.errors import DataError
 
@@ -252,10 +253,10 @@ def test_a_few_large_images_do_not_grow_the_cache(tmp_path):
 
 def test_without_a_shared_size_the_median_shorter_side_is_stored(tmp_path, monkeypatch):
     files = write_pngs(tmp_path, [(30, 20), (24, 40), (50, 22), (16, 16), (600, 400)])
-    assert memory._stored_shape(files, None)[:2] == ((22, 22), 5)
-    monkeypatch.setattr(memory, "MIXED_SIZE_DEFAULT", 18)
-    assert memory._stored_shape(files, None)[:2] == ((18, 18), 5)
-    assert memory._stored_shape(files, 16)[:2] == ((16, 16), 4)
+    assert memory_cache._stored_shape(files, None)[:2] == ((22, 22), 5)
+    monkeypatch.setattr(memory_cache, "MIXED_SIZE_DEFAULT", 18)
+    assert memory_cache._stored_shape(files, None)[:2] == ((18, 18), 5)
+    assert memory_cache._stored_shape(files, 16)[:2] == ((16, 16), 4)
 
 
 def test_memory_entry_point_stores_the_bulk_size(tmp_path):

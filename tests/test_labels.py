@@ -109,7 +109,7 @@ def test_subset_labels_are_the_training_indices_in_every_dataset(tmp_path):
     from solo.data.classification_dataloader import prepare_transforms
 
     from mvssl_plugin.data.folders import classification_datasets, dataset_labels, pretrain_val_set
-    from mvssl_plugin.data.memory import val_memory_loader
+    from mvssl_plugin.data.memory.eval_loaders import val_memory_loader
 
     data = drop_class(trees(tmp_path, per_class=6, val_per_class=4), "class_0")
     cfg = OmegaConf.create(

@@ -16,16 +16,16 @@ import torch
 from omegaconf import OmegaConf
 from PIL import Image
 
-import mvssl_plugin.data.memory as memory
-from mvssl_plugin.data.memory import (
-    BatchAugment,
-    MemoryMultiViewLoader,
-    check_fits,
-    decode_to_uint8,
-    memory_bytes_needed,
-    pretrain_memory_loader,
-    seeded_views,
-)
+import mvssl_plugin.data.memory.augment as memory_augment
+import mvssl_plugin.data.memory.cache as memory_cache
+import mvssl_plugin.data.memory.eval_loaders as memory_eval
+import mvssl_plugin.data.memory.loader as memory_loader
+from mvssl_plugin.data.memory.augment import BatchAugment, seeded_views
+from mvssl_plugin.data.memory.cache import check_fits, decode_to_uint8, memory_bytes_needed
+from mvssl_plugin.data.memory.color import shift_hue
+from mvssl_plugin.data.memory.eval_loaders import MemoryEvalLoader, probe_memory_loaders, probe_recipes
+from mvssl_plugin.data.memory.loader import MemoryMultiViewLoader
+from mvssl_plugin.data.memory.pretrain import pretrain_memory_loader
 from mvssl_plugin.data.views import ViewRecipe
 from mvssl_plugin.errors import ConfigError, DataError
 
@@ -118,7 +118,7 @@ def test_crop_is_pils_crop_and_resize(monkeypatch):
         pil = Image.fromarray(image).crop((left, top, left + w, top + h)).resize((size, size), Image.BICUBIC)
         augment = BatchAugment(cifar_recipe(crop_size=size, flip_prob=0.0, **NO_COLOUR))
         boxes = tuple(torch.tensor([float(v)]) for v in (top, left, h, w))
-        monkeypatch.setattr(memory, "random_resized_boxes", lambda *args, **kwargs: boxes)
+        monkeypatch.setattr(memory_augment, "random_resized_boxes", lambda *args, **kwargs: boxes)
         ours = augment.crop_and_flip(torch.from_numpy(image).permute(2, 0, 1)[None])
         difference = (ours[0].permute(1, 2, 0) * 255 - torch.from_numpy(np.asarray(pil)).float()).abs()
         assert difference.max() <= 1.0 + 1e-4 and (difference > 0.5).float().mean() < 0.01
@@ -149,7 +149,7 @@ def test_hue_shift_is_torchvisions():
     images[:, 1, 1] = images[:, 0, 1]  # red and green tie
     turns = torch.linspace(-0.5, 0.5, 16)
     expected = torch.stack([F.adjust_hue(image, float(turn)) for image, turn in zip(images, turns)])
-    assert torch.allclose(memory.shift_hue(images, turns), expected, atol=1e-5)
+    assert torch.allclose(shift_hue(images, turns), expected, atol=1e-5)
 
 
 def test_blur_solarization_and_equalization_run_and_solarize_as_pil():
@@ -218,10 +218,10 @@ def test_ddp_shards_are_disjoint_equal_and_cover_the_permutation():
 
 def test_world_size_is_checked_when_iterating(monkeypatch):
     data = loader(world_size=2)
-    monkeypatch.setattr(memory, "process_group", lambda: (0, 3))
+    monkeypatch.setattr(memory_loader, "process_group", lambda: (0, 3))
     with pytest.raises(RuntimeError, match="2 process"):
         next(iter(data))
-    monkeypatch.setattr(memory, "process_group", lambda: (1, 2))
+    monkeypatch.setattr(memory_loader, "process_group", lambda: (1, 2))
     assert len(list(data)) == len(data) == 1
 
 
@@ -329,7 +329,7 @@ def test_decode_keeps_uniform_sizes_and_resizes_mixed_ones(tmp_path, monkeypatch
     assert images.dtype == torch.uint8 and tuple(images.shape) == (3, 3, 10, 12)
     assert torch.equal(images[1], torch.from_numpy(np.asarray(Image.open(files[1]))).permute(2, 0, 1))
     assert tuple(decode_to_uint8(files, 8, None).shape) == (3, 3, 8, 8)
-    monkeypatch.setattr(memory, "MIXED_SIZE_DEFAULT", 6)
+    monkeypatch.setattr(memory_cache, "MIXED_SIZE_DEFAULT", 6)
     mixed = write_images(tmp_path / "mixed", [(12, 10), (9, 9), (20, 7)])
     assert tuple(decode_to_uint8(mixed, None, None).shape) == (3, 3, 6, 6)
 
@@ -341,8 +341,8 @@ def test_cache_is_reused_and_renewed_when_a_file_changes(tmp_path, monkeypatch):
     first = decode_to_uint8(shuffled, None, cache)
     assert len(list(cache.glob("*.npy"))) == 1 and not list(cache.glob(".*tmp"))
     decodes = []
-    real_decode = memory._decode_one
-    monkeypatch.setattr(memory, "_decode_one", lambda *args: decodes.append(args[0]) or real_decode(*args))
+    real_decode = memory_cache._decode_one
+    monkeypatch.setattr(memory_cache, "_decode_one", lambda *args: decodes.append(args[0]) or real_decode(*args))
     again = decode_to_uint8(shuffled, None, cache)
     assert decodes == [] and torch.equal(first, again)
     assert torch.equal(decode_to_uint8(files, None, cache)[3], first[0])  # rows follow the given order
@@ -367,8 +367,8 @@ def test_too_large_a_data_set_raises_config_error_before_decoding(tmp_path, monk
         check_fits(memory_bytes_needed(10**7, 4096, 4096), "cpu")
     check_fits(memory_bytes_needed(10, 8, 8), "cpu")
     files = write_images(tmp_path, [(8, 8)] * 3)
-    monkeypatch.setattr(memory, "available_ram", lambda: 100)
-    monkeypatch.setattr(memory, "_decode_one", lambda *args: pytest.fail("decoded before the check"))
+    monkeypatch.setattr(memory_cache, "available_ram", lambda: 100)
+    monkeypatch.setattr(memory_cache, "_decode_one", lambda *args: pytest.fail("decoded before the check"))
     with pytest.raises(ConfigError, match="needs 0.00 GiB"):
         decode_to_uint8(files, None, None, check=lambda shape: check_fits(shape[0] * 3 * shape[2] * shape[3], "cpu"))
 
@@ -401,37 +401,37 @@ def test_pretrain_memory_loader_from_a_config(tmp_path):
 
 
 def test_probe_recipe_is_read_off_solo_learns_linear_eval_transforms():
-    recipe, size = memory.probe_recipes("cifar10")
+    recipe, size = probe_recipes("cifar10")
     assert size == recipe.crop_size == 32 and recipe.rrc and recipe.scale == (0.08, 1.0)
     assert recipe.flip_prob == 0.5 and recipe.jitter_prob == recipe.grayscale_prob == 0.0
     assert recipe.mean == (0.4914, 0.4822, 0.4465) and recipe.std == (0.247, 0.243, 0.261)
-    assert memory.probe_recipes("stl10")[1] == 96
+    assert probe_recipes("stl10")[1] == 96
     with pytest.raises(ConfigError, match="use data.format=image_folder"):
-        memory.probe_recipes("imagenet100")  # Resize(256) + CenterCrop(224): not a plain pass
+        probe_recipes("imagenet100")  # Resize(256) + CenterCrop(224): not a plain pass
 
 
 def test_probe_loader_plain_pass_is_solo_learns_val_transform_and_augmented_passes_differ():
     from solo.data.classification_dataloader import prepare_transforms
 
-    recipe, _ = memory.probe_recipes("cifar10")
+    recipe, _ = probe_recipes("cifar10")
     images = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (10, 3, 32, 32), dtype=np.uint8))
     _, t_val = prepare_transforms("cifar10")
     expected = torch.stack([t_val(Image.fromarray(image.permute(1, 2, 0).numpy())) for image in images])
 
-    plain = memory.MemoryEvalLoader(images, list(range(10)), recipe, augment=False, batch_size=4)
+    plain = MemoryEvalLoader(images, list(range(10)), recipe, augment=False, batch_size=4)
     assert len(plain) == 3
     x = torch.cat([batch for batch, _ in plain])
     labels = torch.cat([label for _, label in plain])
     torch.testing.assert_close(x, expected, rtol=0, atol=1e-6)
     assert labels.tolist() == list(range(10))
 
-    augmented = memory.MemoryEvalLoader(images, list(range(10)), recipe, augment=True, batch_size=4, seed=5)
+    augmented = MemoryEvalLoader(images, list(range(10)), recipe, augment=True, batch_size=4, seed=5)
     first, second = (torch.cat([batch for batch, _ in augmented]) for _ in range(2))
     assert first.shape == expected.shape and not torch.equal(first, second), "each pass draws new patches"
-    again = memory.MemoryEvalLoader(images, list(range(10)), recipe, augment=True, batch_size=4, seed=5)
+    again = MemoryEvalLoader(images, list(range(10)), recipe, augment=True, batch_size=4, seed=5)
     torch.testing.assert_close(torch.cat([batch for batch, _ in again]), first, rtol=0, atol=0)
     with pytest.raises(ValueError, match="the recipe wants 32 px"):
-        memory.MemoryEvalLoader(images[..., :16, :16], list(range(10)), recipe, augment=False)
+        MemoryEvalLoader(images[..., :16, :16], list(range(10)), recipe, augment=False)
 
 
 def test_linear_evaluation_says_which_pipeline_reads_its_images():
@@ -473,7 +473,7 @@ def test_probe_memory_loaders_keep_the_files_and_labels_of_the_torchvision_path(
     t_train, t_val = prepare_transforms("cifar10")
     train_set, test_set = classification_datasets(cfg, t_train, t_train, cfg.data.fraction)
     _, plain_set = classification_datasets(cfg, t_val, t_val, cfg.data.fraction)
-    train, plain, patches = memory.probe_memory_loaders(cfg, train_set, test_set, torch.device("cpu"))
+    train, plain, patches = probe_memory_loaders(cfg, train_set, test_set, torch.device("cpu"))
 
     expected_train = [plain_set.loader(path) for path, _ in train_set.samples]  # PIL images, subset order
     assert len(train.images) == 9 and len(plain.images) == 18
@@ -511,7 +511,7 @@ def test_online_validation_in_memory_is_solo_learns_val_loader(tmp_path, monkeyp
 
     solo = build_val_loader(cfg("image_folder"))
     ours = build_val_loader(cfg("memory"))
-    assert isinstance(ours, memory.MemoryEvalLoader) and len(ours) == len(solo) == 3
+    assert isinstance(ours, MemoryEvalLoader) and len(ours) == len(solo) == 3
     solo_x, solo_y = (torch.cat(part) for part in zip(*solo))
     ours_x, ours_y = (torch.cat(part) for part in zip(*ours))
     assert len(solo_y) == 12 and torch.equal(ours_y, solo_y)
@@ -519,7 +519,7 @@ def test_online_validation_in_memory_is_solo_learns_val_loader(tmp_path, monkeyp
 
     shares = []
     for rank in range(2):
-        monkeypatch.setattr(memory, "process_group", lambda rank=rank: (rank, 2))
+        monkeypatch.setattr(memory_eval, "process_group", lambda rank=rank: (rank, 2))
         assert len(ours) == 2
         shares.append(torch.cat([y for _, y in ours]))
     assert torch.equal(torch.stack(shares, 1).flatten(), solo_y)  # rank r takes rows r, r + 2, ...

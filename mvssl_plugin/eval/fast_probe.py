@@ -37,7 +37,7 @@ def probe_loaders(
 ) -> Tuple[Iterable, Iterable, Iterable]:
     """(augmented train, plain test, augmented test) batches: solo-learn's linear-eval
     transforms through torchvision workers, or, with ``data.format: memory``, the same
-    files decoded once and transformed on ``device`` (:mod:`mvssl_plugin.data.memory`)."""
+    files decoded once and transformed on ``device`` (:mod:`mvssl_plugin.data.memory.eval_loaders`)."""
     from solo.data.classification_dataloader import prepare_transforms
     from torch.utils.data import DataLoader
 
@@ -46,7 +46,7 @@ def probe_loaders(
     t_train, t_val = prepare_transforms(cfg.data.dataset)
     augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction, screen)
     if cfg.data.format == "memory":
-        from mvssl_plugin.data.memory import probe_memory_loaders
+        from mvssl_plugin.data.memory.eval_loaders import probe_memory_loaders
 
         return probe_memory_loaders(cfg, augmented_train, augmented_test, device)
     _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction, screen)

@@ -153,7 +153,7 @@ def check_eval_format(cfg: DictConfig) -> List[str]:
     full linear evaluation always reads with torchvision, which a notice says."""
     data_format = select(cfg, "data.format")
     if data_format == "memory" and select(cfg, "probe") is not None:
-        from mvssl_plugin.data.memory import probe_recipes
+        from mvssl_plugin.data.memory.eval_loaders import probe_recipes
 
         probe_recipes(str(select(cfg, "data.dataset")))
         return []
