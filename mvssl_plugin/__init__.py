@@ -5,7 +5,7 @@ Layers, bottom up (imports only point down):
 (pure Python: the small-projector rule, the family's vocabulary, the peak-memory arithmetic),
 ``runs`` and ``imagefolder`` (files on disk), ``errors``; ``config/`` (checks of a composed config);
 ``data/`` and ``methods/`` (solo-learn adapters); ``registry`` (names -> implementations);
-``eval/`` (evaluations, training-time signals); ``train/`` (the Lightning flow of a
+``eval/`` (evaluations, effective rank during training); ``train/`` (the Lightning flow of a
 pretraining or linear run); ``cli/`` (entry points). Importing this package imports
 nothing heavy; ``register()`` does.
 """

@@ -65,65 +65,29 @@ def check_args(args: argparse.Namespace) -> List[str]:
 
 
 def knn(argv: Optional[List[str]] = None) -> List[dict]:
-    """Runs the kNN grid; returns one row per (feature, k, distance, temperature)."""
-    from omegaconf import OmegaConf
-    from solo.data.classification_dataloader import prepare_transforms
-    from torch.utils.data import DataLoader
+    """Runs the kNN grid; returns one row per (feature, k, distance, temperature).
 
-    from mvssl_plugin.data.folders import classification_datasets, eval_keeps_size
-    from mvssl_plugin.data.scan import screen_files
-    from mvssl_plugin.eval.features import extract_features, load_pretrained, resolve_device
-    from mvssl_plugin.eval.knn import knn_grid
-    from mvssl_plugin.runs import KNN, write_csv
+    The flags are parsed and checked here; :func:`~mvssl_plugin.eval.knn_run.run_knn` runs it."""
+    from mvssl_plugin.eval.knn_run import run_knn
 
     args = build_parser().parse_args(argv)
     for notice in check_args(args):
         print(f"mvssl: {notice}", flush=True)
-    device = resolve_device(args.device)
-    model, cfg, ckpt = load_pretrained(args.pretrained_checkpoint_dir)
-    print(f"mvssl: {cfg.method} from {ckpt}; features on {device}", flush=True)
-    data_cfg = OmegaConf.create(
-        {
-            "data": {
-                "dataset": args.dataset,
-                "train_path": str(args.train_data_path),
-                "val_path": str(args.val_data_path),
-                "format": args.data_format,
-            }
-        }
+    return run_knn(
+        args.pretrained_checkpoint_dir,
+        dataset=args.dataset,
+        train_path=args.train_data_path,
+        val_path=args.val_data_path,
+        data_format=args.data_format,
+        data_fraction=args.data_fraction,
+        feature_types=args.feature_type,
+        ks=args.k,
+        distances=args.distance_function,
+        temperatures=args.temperature,
+        batch_size=args.batch_size,
+        num_workers=args.num_workers,
+        device=args.device,
     )
-    _, t_val = prepare_transforms(args.dataset)
-    flags = {"data.train_path": "--train_data_path", "data.val_path": "--val_data_path"}
-
-    def screen(key: str, files: List[str]) -> List[str]:  # both sets use the val transform
-        same_size = eval_keeps_size(args.dataset)
-        return screen_files(
-            files,
-            flags[key],
-            skip_bad=False,
-            notify=lambda text: print(f"mvssl: {text}"),
-            same_size=same_size,
-            skip_key=None,
-        )
-
-    train_set, val_set = classification_datasets(data_cfg, t_val, t_val, args.data_fraction, screen)
-    model = model.to(device)
-    features = {}
-    for name, dataset in (("train", train_set), ("val", val_set)):
-        loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.num_workers)
-        features[name] = extract_features(model, loader, device, desc=f"{name} features")
-    rows = knn_grid(
-        features["train"],
-        features["val"],
-        args.feature_type,
-        args.k,
-        args.distance_function,
-        args.temperature,
-        report=lambda line: print(line, flush=True),
-    )
-    out = write_csv(Path(ckpt).parent / KNN, rows)
-    print(f"mvssl: kNN results -> {out}")
-    return rows
 
 
 def main() -> None:

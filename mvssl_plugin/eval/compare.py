@@ -1,7 +1,7 @@
 """Side-by-side comparison of pretraining runs from their local files.
 
 Each run folder (solo-learn's layout) holds ``args.json`` and, written by
-:class:`~mvssl_plugin.eval.callbacks.RunLog`, ``metrics.csv``; ``probe.json`` and
+:class:`~mvssl_plugin.train.run_log.RunLog`, ``metrics.csv``; ``probe.json`` and
 ``knn.csv`` are picked up when present. Runs of the plugin's methods and of solo-learn's
 own compare alike. Outputs: a table (markdown + CSV) and three plots: accuracy vs epoch,
 accuracy vs training seconds, and final accuracy vs training seconds with its Pareto front.

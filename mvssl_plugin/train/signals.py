@@ -30,7 +30,7 @@ class GracefulStop(Callback):
     Args:
         checkpointer: the run's :class:`~mvssl_plugin.train.checkpoints.AtomicCheckpointer`
             (None when checkpoints are off: the run stops without one).
-        run_log: the :class:`~mvssl_plugin.eval.callbacks.RunLog` whose launch entry records
+        run_log: the :class:`~mvssl_plugin.train.run_log.RunLog` whose launch entry records
             the interruption instead of ``finished``.
     """
 

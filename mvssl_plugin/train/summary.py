@@ -1,7 +1,8 @@
-"""The start block: what a pretraining run is about to do, printed once before training.
+"""What a run prints: the start block, what a pretraining run is about to do, printed once
+before training; and each epoch's metrics as one line (:class:`EpochSummary`, always on).
 
-The same facts go into the config as ``run_summary`` (so into args.json and wandb); the
-run folder is added when it exists (the checkpointer makes it at setup).
+The start block's facts go into the config as ``run_summary`` (so into args.json and wandb);
+the run folder is added when it exists (the checkpointer makes it at setup).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from mvssl_plugin.config import select
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.registry import beta_slot, is_multiview
+from mvssl_plugin.train.run_log import run_folder
 
 
 def views_text(cfg: DictConfig) -> str:
@@ -108,8 +110,6 @@ class StartBlock(Callback):
         self.facts = dict(facts)
 
     def on_fit_start(self, trainer, pl_module) -> None:
-        from mvssl_plugin.eval.callbacks import run_folder
-
         folder: Optional[object] = run_folder(trainer)
         facts = {**self.facts, "run folder": str(folder) if folder is not None else "(checkpoints off)"}
         if trainer.is_global_zero:
@@ -119,3 +119,53 @@ class StartBlock(Callback):
 def record_facts(cfg: DictConfig, facts: Dict[str, str]) -> None:
     """Keeps the facts in the config (args.json, wandb) as ``run_summary``."""
     cfg.run_summary = OmegaConf.create(dict(facts))
+
+
+class EpochSummary(Callback):
+    """Prints each epoch's metrics, which Lightning shows nowhere without a logger.
+
+    Hooks are chosen to run after Lightning has reduced the epoch's values: validation
+    at ``on_validation_end``, training at the next epoch's start and at the end of fit,
+    and only for epochs this process trained (a resumed run has no values for the epoch
+    it resumed after).
+    """
+
+    def __init__(self) -> None:
+        self._trained_epoch: Optional[int] = None
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            self._print(trainer, "val", trainer.current_epoch)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._trained_epoch = trainer.current_epoch
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        if self._trained_epoch is not None and self._trained_epoch == trainer.current_epoch - 1:
+            self._print(trainer, "train", self._trained_epoch)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        if self._trained_epoch is not None:
+            self._print(trainer, "train", self._trained_epoch)
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        """Closes the progress bars now, so they are not redrawn at interpreter exit,
+        after everything else the run printed."""
+        bar = trainer.progress_bar_callback
+        for name in ("_train_progress_bar", "_val_progress_bar", "_test_progress_bar", "_predict_progress_bar"):
+            tqdm_bar = getattr(bar, name, None)
+            if tqdm_bar is not None:
+                tqdm_bar.close()
+
+    @staticmethod
+    def _print(trainer, prefix: str, epoch: int) -> None:
+        metrics = {
+            k.removesuffix("_epoch"): float(v)
+            for k, v in trainer.callback_metrics.items()
+            if k.startswith(prefix) and not k.endswith("_step") and v.numel() == 1
+        }
+        if metrics and trainer.is_global_zero:
+            text = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+            line = f"mvssl: epoch {epoch} {text}"
+            bar = trainer.progress_bar_callback
+            bar.print(line) if bar is not None else print(line, flush=True)  # keeps tqdm's bars intact

@@ -105,9 +105,11 @@ def build_trainer(
     from lightning.pytorch.loggers.wandb import WandbLogger
     from lightning.pytorch.strategies.ddp import DDPStrategy
 
-    from mvssl_plugin.eval.callbacks import EffectiveRank, EpochSummary, RunLog, TimeToAccuracy
+    from mvssl_plugin.eval.effective_rank import EffectiveRank
     from mvssl_plugin.train.checkpoints import AtomicCheckpointer
+    from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
     from mvssl_plugin.train.signals import GracefulStop
+    from mvssl_plugin.train.summary import EpochSummary
 
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
     run_log = RunLog()

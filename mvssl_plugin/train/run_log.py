@@ -1,17 +1,16 @@
-"""Training-time signals as Lightning callbacks, switched on from the YAML.
+"""The run's own record, kept by Lightning callbacks while it trains.
 
 - :class:`RunLog` (always on with checkpoints): ``metrics.csv`` in the run folder, one row
   per epoch with every logged scalar, the training and wall-clock seconds, and the time the
   training loop waited on data; ``run.json`` with the command and device.
 - :class:`TimeToAccuracy` (``time_to_accuracy``): the epoch and seconds at which online
-  accuracies first pass given targets -> ``time_to_accuracy.csv`` and wandb.
-- :class:`EpochSummary` (always on): each epoch's metrics printed as one line.
-- :class:`EffectiveRank` (``effective_rank``): RankMe of backbone and projector embeddings
-  of a fixed set of validation images each epoch -> logged as ``rank_backbone`` /
-  ``rank_projector`` (so in wandb and ``metrics.csv``).
+  accuracies first pass given targets -> ``time_to_accuracy.csv`` and wandb. It measures
+  nothing of the model: it reads the accuracies the method logs off the run's clock.
 
 "Training seconds" exclude validation and the sanity check, so methods are compared on
 what they spend learning; all clocks are saved in checkpoints and continue after a resume.
+The evaluation computed during training (effective rank) is in
+:mod:`mvssl_plugin.eval.effective_rank`; the printed lines in :mod:`mvssl_plugin.train.summary`.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from typing import Dict, List, Optional
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from mvssl_plugin.eval.rank import rankme
 from mvssl_plugin.runs import METRICS, RUN_LOG, TIME_TO_ACCURACY, read_csv, read_json, write_csv, write_json
 
 
@@ -295,99 +293,3 @@ class TimeToAccuracy(Callback):
 
     def load_state_dict(self, state: dict) -> None:
         self.reached = list(state.get("reached", []))
-
-
-class EffectiveRank(Callback):
-    """RankMe of the backbone features and projector outputs of the first ``num_samples``
-    validation images (fixed for the run), after every validation epoch."""
-
-    def __init__(self, num_samples: int = 1024, batch_size: int = 256) -> None:
-        self.num_samples, self.batch_size = num_samples, batch_size
-        self._images: Optional[torch.Tensor] = None
-
-    def _collect(self, trainer) -> Optional[torch.Tensor]:
-        loaders = trainer.val_dataloaders
-        loader = loaders[0] if isinstance(loaders, (list, tuple)) else loaders
-        if loader is None:
-            return None
-        images, count = [], 0
-        # a loader's iterator draws its seed from the global generator: keep the run's
-        # random stream (shuffles, augmentations) as it would be without this callback
-        with torch.random.fork_rng(devices=[]):
-            for batch in loader:
-                images.append(batch[0])
-                count += len(batch[0])
-                if count >= self.num_samples:
-                    break
-        return torch.cat(images)[: self.num_samples]
-
-    @torch.no_grad()
-    def on_validation_epoch_end(self, trainer, pl_module) -> None:
-        if trainer.sanity_checking:
-            return
-        if self._images is None:
-            self._images = self._collect(trainer)
-            if self._images is None:
-                return
-        was_training = pl_module.training
-        pl_module.eval()
-        feats, z = [], []
-        for chunk in self._images.split(self.batch_size):
-            out = pl_module(chunk.to(pl_module.device))
-            feats.append(out["feats"].float())
-            if "z" in out:
-                z.append(out["z"].float())
-        pl_module.train(was_training)
-        pl_module.log("rank_backbone", rankme(torch.cat(feats)), sync_dist=False, rank_zero_only=True)
-        if z:
-            pl_module.log("rank_projector", rankme(torch.cat(z)), sync_dist=False, rank_zero_only=True)
-
-
-class EpochSummary(Callback):
-    """Prints each epoch's metrics, which Lightning shows nowhere without a logger.
-
-    Hooks are chosen to run after Lightning has reduced the epoch's values: validation
-    at ``on_validation_end``, training at the next epoch's start and at the end of fit,
-    and only for epochs this process trained (a resumed run has no values for the epoch
-    it resumed after).
-    """
-
-    def __init__(self) -> None:
-        self._trained_epoch: Optional[int] = None
-
-    def on_validation_end(self, trainer, pl_module) -> None:
-        if not trainer.sanity_checking:
-            self._print(trainer, "val", trainer.current_epoch)
-
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        self._trained_epoch = trainer.current_epoch
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        if self._trained_epoch is not None and self._trained_epoch == trainer.current_epoch - 1:
-            self._print(trainer, "train", self._trained_epoch)
-
-    def on_train_end(self, trainer, pl_module) -> None:
-        if self._trained_epoch is not None:
-            self._print(trainer, "train", self._trained_epoch)
-
-    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        """Closes the progress bars now, so they are not redrawn at interpreter exit,
-        after everything else the run printed."""
-        bar = trainer.progress_bar_callback
-        for name in ("_train_progress_bar", "_val_progress_bar", "_test_progress_bar", "_predict_progress_bar"):
-            tqdm_bar = getattr(bar, name, None)
-            if tqdm_bar is not None:
-                tqdm_bar.close()
-
-    @staticmethod
-    def _print(trainer, prefix: str, epoch: int) -> None:
-        metrics = {
-            k.removesuffix("_epoch"): float(v)
-            for k, v in trainer.callback_metrics.items()
-            if k.startswith(prefix) and not k.endswith("_step") and v.numel() == 1
-        }
-        if metrics and trainer.is_global_zero:
-            text = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
-            line = f"mvssl: epoch {epoch} {text}"
-            bar = trainer.progress_bar_callback
-            bar.print(line) if bar is not None else print(line, flush=True)  # keeps tqdm's bars intact
