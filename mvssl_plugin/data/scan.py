@@ -3,10 +3,8 @@
 Why: a zero-byte, non-image or truncated file otherwise stops a run at its first read,
 minutes or hours in, and from a loader worker as a traceback. Opening each header with PIL
 (size and mode, no pixel decode) and looking for the end-of-image marker in the last bytes
-of JPEG and PNG files finds all three at about 24 microseconds a file: 1.2 s for the 50,000
-CIFAR-10 training JPEGs with the page cache warm, 3.0 s on their first read (2 shared cores;
-``python -m mvssl_plugin.data.scan ../shared/data/cifar10/train``). A full decode costs
-2.8x that on CIFAR's 32 px JPEGs (3.3 s) and 32x on 500 x 375 px ones (0.77 ms a file).
+of JPEG and PNG files finds all three for a fraction of a full decode (figures:
+``benchmarks/results/file_scan/README.md``; ``python -m mvssl_plugin.data.scan <folder>`` times it).
 A file that passes and still fails to decode (pixel data broken behind a valid header) is
 named at its first read instead (:class:`CheckedLoader`).
 
