@@ -146,6 +146,34 @@ def test_a_signal_leaves_a_resumable_checkpoint_and_a_non_zero_exit(signum, stat
     assert [row["epoch"] for row in read_csv(run_dir / METRICS)] == ["0", "1", "2"]
 
 
+def test_a_checkpoint_inside_an_epoch_carries_that_epochs_seconds(monkeypatch):
+    """A stop mid-epoch saves the clocks up to the signal; the resumed epoch adds only its own
+    remaining seconds (times faked: 10 s for epoch 0, stopped 3 s into epoch 1, 5 s after the resume)."""
+    from mvssl_plugin.train import run_log
+
+    now = [0.0]
+    monkeypatch.setattr(run_log.time, "perf_counter", lambda: now[0])
+    clock = run_log.TrainClock()
+    clock.on_train_start(None, None)
+    clock.on_train_epoch_start(None, None)
+    now[0] = 10.0
+    clock.on_train_epoch_end(None, None)
+    clock.on_train_epoch_start(None, None)
+    now[0] = 13.0
+    saved = clock.state_dict()
+    assert saved == {"train_seconds": 13.0, "wall_seconds": 13.0}
+
+    resumed = run_log.TrainClock()
+    resumed.load_state_dict(saved)
+    now[0] = 100.0
+    resumed.on_train_start(None, None)
+    resumed.on_train_epoch_start(None, None)
+    now[0] = 105.0
+    resumed.on_train_epoch_end(None, None)
+    assert (resumed.train_seconds, resumed.wall_seconds) == (18.0, 18.0)
+    assert resumed.state_dict() == {"train_seconds": 18.0, "wall_seconds": 18.0}  # at an epoch boundary
+
+
 def _file_size_limit(limit: int):
     def apply() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead

@@ -69,7 +69,7 @@ class TrainClock(Callback):
         self._epoch_start = None
 
     def wall_now(self) -> float:
-        return self._wall_offset + (time.perf_counter() - self._fit_start if self._fit_start else 0.0)
+        return self._wall_offset + (time.perf_counter() - self._fit_start if self._fit_start is not None else 0.0)
 
     def train_now(self) -> float:
         """Training seconds up to the running validation's start (or now): ``_val_in_epoch``
@@ -80,7 +80,12 @@ class TrainClock(Callback):
         return self.train_seconds + until - self._epoch_start - self._val_in_epoch
 
     def state_dict(self) -> dict:
-        return {"train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds}
+        """The clocks up to now: a checkpoint written inside an epoch (a stop by signal, or
+        one saved before this callback's epoch end) carries that epoch's seconds so far, and
+        a resume continues from them."""
+        if self._epoch_start is None:
+            return {"train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds}
+        return {"train_seconds": self.train_now(), "wall_seconds": self.wall_now()}
 
     def load_state_dict(self, state: dict) -> None:
         self.train_seconds = float(state.get("train_seconds", 0.0))
