@@ -15,6 +15,8 @@ import io
 import json
 import os
 import socket
+import threading
+import time
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,7 +30,14 @@ RUN_LOG = "run.json"  # one entry per launch: command, device, clocks
 TIME_TO_ACCURACY = "time_to_accuracy.csv"
 KNN = "knn.csv"  # offline kNN grid (main_knn.py)
 PROBE = "probe.json"  # fast linear probe (main_linear.py with a probe recipe)
-LOCK = "run.lock"  # held by the process training the run (see run_lock)
+LOCK = "run.lock"  # held by the process training the run (see take_lock)
+#: the holder refreshes its lock file's modification time this often (a daemon thread), so a
+#: lock taken on another host, whose process this host cannot see, ages out once that process
+#: is gone (a node lost, a job killed with SIGKILL and requeued elsewhere)
+LOCK_HEARTBEAT_SECONDS = 60.0
+#: a lock from another host not refreshed for this long is stale (ten heartbeats: room for
+#: a busy file system and for clock skew between hosts)
+LOCK_STALE_SECONDS = 600.0
 CHECKPOINT_GLOB = "*.ckpt"
 PARTIAL_SUFFIX = ".part"
 
@@ -109,10 +118,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _lock_age(path: Path) -> Optional[float]:
+    """Seconds since the lock file was last refreshed; None when it is gone."""
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return None
+
+
 def lock_holder(run_dir: str | Path) -> Optional[Dict[str, Any]]:
     """Who holds the run's lock: the lock's content for a live holder; None when there is no
-    lock or it is stale (its process is gone, or its pid now names another process, on this
-    host). A lock taken on another host is taken as live: this host cannot see its process."""
+    lock or it is stale. On this host a lock is stale when its process is gone or its pid now
+    names another process; a lock taken on another host, whose process this host cannot see,
+    when its holder has not refreshed it for :data:`LOCK_STALE_SECONDS`."""
     path = Path(run_dir) / LOCK
     try:
         holder = json.loads(path.read_text())
@@ -122,10 +140,53 @@ def lock_holder(run_dir: str | Path) -> Optional[Dict[str, Any]]:
     except (OSError, ValueError, KeyError, TypeError):
         return None  # half-written by a process killed while taking it: stale
     if holder.get("host") != socket.gethostname():
-        return holder
+        age = _lock_age(path)
+        return None if age is not None and age > LOCK_STALE_SECONDS else holder
     if not _alive(pid) or (holder.get("proc_start") not in (None, _process_start(pid))):
         return None
     return holder
+
+
+def _stale_reason(path: Path) -> str:
+    """Why the lock at ``path`` (found stale by :func:`lock_holder`) was stale, for the notice."""
+    try:
+        host = json.loads(path.read_text()).get("host")
+    except (OSError, ValueError, AttributeError):
+        return "it was half written"
+    if host != socket.gethostname():
+        age = _lock_age(path) or 0.0
+        return f"taken on {host}, not refreshed for {age / 60:.0f} min"
+    return "its process is gone"
+
+
+class _Heartbeat(threading.Thread):
+    """Touches the lock file every :data:`LOCK_HEARTBEAT_SECONDS` until stopped (or the process ends)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(name=f"mvssl-lock-heartbeat {path}", daemon=True)
+        self.path, self.stopped = path, threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(LOCK_HEARTBEAT_SECONDS):
+            try:
+                os.utime(self.path)
+            except OSError:
+                pass  # the lock is gone or unreachable for a moment: the next beat tries again
+
+
+_heartbeats: Dict[Path, _Heartbeat] = {}
+
+
+def _start_heartbeat(path: Path) -> None:
+    _stop_heartbeat(path)
+    beat = _heartbeats[path] = _Heartbeat(path)
+    beat.start()
+
+
+def _stop_heartbeat(path: Path) -> None:
+    beat = _heartbeats.pop(path, None)
+    if beat is not None:
+        beat.stopped.set()
 
 
 def describe_holder(run_dir: str | Path, holder: Dict[str, Any]) -> str:
@@ -163,16 +224,20 @@ def take_lock(run_dir: str | Path) -> Optional[str]:
                     describe_holder(run_dir, holder) + ": wait for it to end, or start a new run with "
                     "auto_resume.enabled=false; delete the lock file only if no process trains that run"
                 ) from None
+            reason = None if holder is not None else _stale_reason(path)
             atomic_write_text(path, record)
-            return None if holder is not None else f"replaced the stale lock of {run_dir} (its process is gone)"
+            _start_heartbeat(path)
+            return None if reason is None else f"replaced the stale lock of {run_dir} ({reason})"
         with os.fdopen(handle, "w") as lock:
             lock.write(record)
+    _start_heartbeat(path)
     return None
 
 
 def release_lock(run_dir: str | Path) -> None:
     """Removes this process's lock of ``run_dir`` (another process's is left alone)."""
     path = Path(run_dir) / LOCK
+    _stop_heartbeat(path)
     try:
         if int(json.loads(path.read_text())["pid"]) == os.getpid():
             path.unlink()
