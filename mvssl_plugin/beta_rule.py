@@ -89,10 +89,14 @@ def released_vicreg_betas() -> dict[tuple[int, int], float]:
 # ----------------------------------------------------------------------------- multi-view factors
 
 
-def _check_objective_and_views(objective: str, num_views: int) -> None:
-    check_objective(objective)
+def _check_views(num_views: int) -> None:
     if isinstance(num_views, bool) or not isinstance(num_views, int) or num_views < 2:
         raise ValueError(f"num_views must be an integer >= 2, got {num_views!r}")
+
+
+def _check_objective_and_views(objective: str, num_views: int) -> None:
+    check_objective(objective)
+    _check_views(num_views)
 
 
 def barlow_multiview_factor(objective: str, num_views: int) -> float:
@@ -188,8 +192,7 @@ def _rule_factor(
         raise ValueError(f"proj_output_dim must be an integer >= 1, got {proj_output_dim!r}")
     if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0:
         raise ValueError(f"the beta rule's c must be > 0, got {c!r}")
-    if isinstance(num_views, bool) or not isinstance(num_views, int) or num_views < 2:
-        raise ValueError(f"num_views must be an integer >= 2, got {num_views!r}")
+    _check_views(num_views)
     return _resolved_factor(num_views, multiview_factor_, objective, method)
 
 

@@ -126,37 +126,34 @@ def _lock_age(path: Path) -> Optional[float]:
         return None
 
 
-def lock_holder(run_dir: str | Path) -> Optional[Dict[str, Any]]:
-    """Who holds the run's lock: the lock's content for a live holder; None when there is no
-    lock or it is stale. On this host a lock is stale when its process is gone or its pid now
-    names another process; a lock taken on another host, whose process this host cannot see,
-    when its holder has not refreshed it for :data:`LOCK_STALE_SECONDS`."""
-    path = Path(run_dir) / LOCK
+def _examine_lock(path: Path) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """(holder, None) for a live holder; (None, why) for a stale lock; (None, None) for none.
+
+    On this host a lock is stale when its process is gone or its pid now names another
+    process; a lock taken on another host, whose process this host cannot see, when its
+    holder has not refreshed it for :data:`LOCK_STALE_SECONDS`."""
     try:
         holder = json.loads(path.read_text())
         pid = int(holder["pid"])
     except FileNotFoundError:
-        return None
+        return None, None
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # half-written by a process killed while taking it: stale
-    if holder.get("host") != socket.gethostname():
-        age = _lock_age(path)
-        return None if age is not None and age > LOCK_STALE_SECONDS else holder
-    if not _alive(pid) or (holder.get("proc_start") not in (None, _process_start(pid))):
-        return None
-    return holder
-
-
-def _stale_reason(path: Path) -> str:
-    """Why the lock at ``path`` (found stale by :func:`lock_holder`) was stale, for the notice."""
-    try:
-        host = json.loads(path.read_text()).get("host")
-    except (OSError, ValueError, AttributeError):
-        return "it was half written"
+        return None, "it was half written"  # by a process killed while taking it
+    host = holder.get("host")
     if host != socket.gethostname():
-        age = _lock_age(path) or 0.0
-        return f"taken on {host}, not refreshed for {age / 60:.0f} min"
-    return "its process is gone"
+        age = _lock_age(path)
+        if age is not None and age > LOCK_STALE_SECONDS:
+            return None, f"taken on {host}, not refreshed for {age / 60:.0f} min"
+        return holder, None
+    if not _alive(pid) or (holder.get("proc_start") not in (None, _process_start(pid))):
+        return None, "its process is gone"
+    return holder, None
+
+
+def lock_holder(run_dir: str | Path) -> Optional[Dict[str, Any]]:
+    """Who holds the run's lock: the lock's content for a live holder; None when there is no
+    lock or it is stale (see :func:`_examine_lock`)."""
+    return _examine_lock(Path(run_dir) / LOCK)[0]
 
 
 class _Heartbeat(threading.Thread):
@@ -218,13 +215,12 @@ def take_lock(run_dir: str | Path) -> Optional[str]:
         try:
             handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # one of two racing launches wins
         except FileExistsError:
-            holder = lock_holder(run_dir)
+            holder, reason = _examine_lock(path)
             if holder is not None and holder.get("pid") != pid:
                 raise ConfigError(
                     describe_holder(run_dir, holder) + ": wait for it to end, or start a new run with "
                     "auto_resume.enabled=false; delete the lock file only if no process trains that run"
                 ) from None
-            reason = None if holder is not None else _stale_reason(path)
             atomic_write_text(path, record)
             _start_heartbeat(path)
             return None if reason is None else f"replaced the stale lock of {run_dir} ({reason})"

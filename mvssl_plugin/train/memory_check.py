@@ -10,6 +10,7 @@ from omegaconf import DictConfig
 
 from mvssl_plugin.config import select
 from mvssl_plugin.config.data import SMALL_IMAGE_DATASETS
+from mvssl_plugin.config.hardware import world_size
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.memory_estimate import (
     LOW_END,
@@ -42,7 +43,7 @@ def run_shape(cfg: DictConfig) -> Optional[RunShape]:
     for pipeline in cfg.augmentations:
         views[int(pipeline.crop_size)] = views.get(int(pipeline.crop_size), 0) + int(pipeline.num_crops)
     if select(cfg, "method_kwargs.view_parallel", False):  # each process forwards m / processes views
-        processes = max(1, len(cfg.devices) * int(select(cfg, "num_nodes", 1) or 1))
+        processes = max(1, world_size(cfg))
         views = {size: max(1, n // processes) for size, n in views.items()}
     num_views = sum(views.values())
     d = int(select(cfg, "method_kwargs.proj_output_dim", 2048) or 2048)

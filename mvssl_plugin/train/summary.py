@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.config import select
 from mvssl_plugin.config.beta import beta_of
+from mvssl_plugin.config.hardware import world_size
 from mvssl_plugin.registry import beta_slot, is_multiview
 from mvssl_plugin.train.run_log import run_folder
 
@@ -48,7 +49,7 @@ def steps_per_process(cfg: DictConfig, loader) -> int:
     the in-memory and DALI loaders shard themselves (and view-parallel runs do not shard)."""
     from torch.utils.data import DataLoader
 
-    processes = len(cfg.devices) * int(select(cfg, "num_nodes", 1) or 1)
+    processes = world_size(cfg)
     if processes == 1 or not isinstance(loader, DataLoader) or select(cfg, "method_kwargs.view_parallel", False):
         return len(loader)
     per_process = math.ceil(len(loader.dataset) / processes)  # DistributedSampler pads to this
@@ -68,7 +69,7 @@ def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[
         data_format, ""
     )
     fraction = select(cfg, "data.fraction", -1)
-    processes = len(cfg.devices) * int(select(cfg, "num_nodes", 1) or 1)
+    processes = world_size(cfg)
     return {
         "method": f"{cfg.method} ({', '.join([*loss, f'projector {projector}'])})",
         "views": views_text(cfg),
