@@ -103,7 +103,9 @@ def bench_steps(batch: int, repeats: int, backbone: str, device: torch.device) -
         ("solo-learn barlow_twins, m=2, d=256", "mabt_cifar.yaml", ["method=barlow_twins", "data.num_views=2"]),
         ("mabt m=2 per-view, d=256", "mabt_cifar.yaml", ["data.num_views=2"]),
         ("mabt m=4 per-view, d=256", "mabt_cifar.yaml", []),
-        ("mabt m=4 per-view, d=256, no channels_last", "mabt_cifar.yaml", [], False),
+        # contiguous throughout: solo-learn converts a method's inputs to channels-last unless
+        # its config disables it, so the model alone kept contiguous would mix both layouts
+        ("mabt m=4 per-view, d=256, contiguous", "mabt_cifar.yaml", ["performance.disable_channel_last=true"], False),
         ("mabt m=4 fused, d=256", "mabt_cifar.yaml", ["method_kwargs.fused_forward=true"]),
         (
             "mabt m=4 fused + torch.compile, d=256",

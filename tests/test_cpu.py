@@ -85,3 +85,97 @@ def test_omp_num_threads_and_the_key_win_over_the_rule(tiny_cifar, tmp_path):
     assert read_json(run_dir / ARGS)["performance"]["cpu_threads"] == 1
     bad = pretrain(tiny_cifar, tmp_path / "b", **{"+performance.cpu_threads": 0})
     assert bad.returncode == 2 and "performance.cpu_threads=0: use auto or an integer >= 1" in bad.stderr
+
+
+# ----------------------------------------------------------------------------- precision
+
+
+@pytest.mark.parametrize(
+    "capability, env, avx512_bf16, amx, native, why",
+    [
+        ("AVX512", {}, True, False, True, "natively (avx512_bf16)"),
+        ("AVX512", {}, False, True, True, "natively (amx_bf16)"),
+        ("AVX512", {}, False, False, False, "neither avx512_bf16 nor amx_bf16"),
+        ("AVX2", {}, True, False, False, "run at AVX2"),  # ATEN_CPU_CAPABILITY=avx2 or an AVX2 CPU
+        ("AVX512", {"DNNL_MAX_CPU_ISA": "AVX2"}, True, False, False, "DNNL_MAX_CPU_ISA=AVX2"),
+        ("AVX512", {"DNNL_MAX_CPU_ISA": "avx512_core_amx"}, True, False, True, "natively"),
+    ],
+)
+def test_bf16_is_native_only_where_torch_and_onednn_compute_it(
+    capability, env, avx512_bf16, amx, native, why, monkeypatch
+):
+    import torch
+
+    from mvssl_plugin.config.hardware import cpu_bf16_native, cpu_precision
+
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    found, reason = cpu_bf16_native()
+    assert found is native and why in reason, reason
+    assert cpu_precision()[0] == ("bf16-mixed" if native else "32")
+
+
+def started_precision(result) -> str:
+    (hardware,) = [line for line in result.stdout.splitlines() if line.strip().startswith("hardware")]
+    return hardware
+
+
+@pytest.mark.parametrize("asked", ["auto", "16-mixed"])
+def test_a_cpu_run_picks_bf16_where_native_and_fp32_on_avx2_and_says_why(asked, tiny_cifar, tmp_path):
+    """``precision: auto`` (the CPU recipes) and fp16 (the GPU recipes, which a CPU cannot run)
+    become bf16-mixed on a CPU with native bf16, 32 where oneDNN and torch are held to AVX2."""
+    from mvssl_plugin.config.hardware import cpu_precision
+
+    expected, why = cpu_precision()  # this process's CPU, under the suite's environment
+    native = pretrain(tiny_cifar, tmp_path / "native", precision=asked)
+    avx2 = pretrain(tiny_cifar, tmp_path / "avx2", env=AVX2_ONLY, precision=asked)
+    for result, precision, reason in ((native, expected, why), (avx2, "32", "run at AVX2")):
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+        line = started_precision(result)
+        assert f"precision {precision} (" in line and reason in line, line
+    (run_dir,) = (tmp_path / "avx2" / "mabt").iterdir()
+    args = read_json(run_dir / ARGS)
+    assert args["precision"] == "32" and "AVX2" in args["performance"]["precision_reason"]
+
+
+def test_an_explicit_precision_wins_over_the_cpu_choice(tiny_cifar, tmp_path):
+    result = pretrain(tiny_cifar, tmp_path, precision=32)
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = started_precision(result)
+    assert "precision 32;" in line, line  # no reason: nothing was chosen for the user
+    (run_dir,) = (tmp_path / "mabt").iterdir()
+    assert read_json(run_dir / ARGS)["precision"] in ("32", 32)
+
+
+def test_the_cpu_recipes_ask_for_auto():
+    from mvssl_plugin.cli.config_name import compose_recipe
+
+    for recipe in ("mabt_cifar_cpu.yaml", "mavicreg_cifar_cpu.yaml"):
+        assert compose_recipe(recipe, "pretrain").precision == "auto", recipe
+
+
+@pytest.mark.parametrize("method", ["mabt", "mavicreg", "mmcr"])
+def test_the_loss_runs_in_float32_outside_autocast_under_bf16(method, tiny_cifar, tmp_path):
+    """Under bf16 autocast the backbone and projector compute in bf16, but the loss's D x D
+    products must not: the method hands its loss float32 views with autocast off."""
+    import torch
+    from test_methods import batch, build
+
+    recipe = {"mabt": "mabt_cifar.yaml", "mavicreg": "mavicreg_cifar.yaml", "mmcr": "mmcr_cifar.yaml"}[method]
+    _, model = build(recipe, tiny_cifar, tmp_path, "data.num_views=4")
+    seen = []
+    inner = model.multiview_loss
+
+    def spy(z):
+        seen.append(({v.dtype for v in z}, torch.is_autocast_enabled("cpu")))
+        return inner(z)
+
+    model.multiview_loss = spy
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model.training_step(batch(4), 0)
+    assert seen == [({torch.float32}, False)]
+    assert torch.isfinite(loss)

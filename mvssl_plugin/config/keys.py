@@ -52,6 +52,7 @@ PLUGIN_KEYS = (
     "performance.compile",
     "performance.disable_channel_last",
     "performance.cpu_threads",
+    "performance.precision_reason",
     "auto_resume.accept_changes",
     "method_kwargs.beta_c",
     "method_kwargs.beta_multiview_factor",

@@ -33,7 +33,7 @@ TRAINING_RULES: tuple[Rule, ...] = (
     ("performance.compile", lambda v: isinstance(v, bool), "use true or false"),
     ("performance.disable_channel_last", lambda v: isinstance(v, bool), "use true or false"),
 )
-PRECISIONS = ("64", "32", "16", "bf16", "64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
+PRECISIONS = ("auto", "64", "32", "16", "bf16", "64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
 SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_optimizers builds
 
 

@@ -235,7 +235,10 @@ class MultiViewMethod(BaseMethod):
         out, z = self._forward_views(indexes, large, small, targets, batch_idx)
         if split:
             z = list(gather_batch(torch.stack(z), dim=0))
-        ssl_loss = self.multiview_loss(z)
+        # the loss's D x D products in float32 under mixed precision: autocast would run them in
+        # bf16/fp16, whose 8/11-bit mantissas blur the correlations the loss drives to 0 and 1
+        with torch.autocast(z[0].device.type, enabled=False):
+            ssl_loss = self.multiview_loss([view.float() if view.dtype != torch.float64 else view for view in z])
         if not torch.isfinite(ssl_loss):
             raise FloatingPointError(
                 f"{self.loss_metric} is {ssl_loss.item()} at epoch {self.current_epoch}, step {self.global_step}: "

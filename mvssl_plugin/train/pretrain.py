@@ -5,6 +5,7 @@ solo-learn's built-in methods run through it unchanged."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Tuple
 
 from omegaconf import DictConfig
@@ -45,8 +46,9 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     return cfg, methods[cfg.method](cfg)
 
 
-def pretrain(cfg: DictConfig):
-    """Pretrains the method a composed Hydra config names; returns the fitted Trainer."""
+def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
+    """Pretrains the method a composed Hydra config names; returns the fitted Trainer.
+    ``extra_callbacks``: Lightning callbacks to add (benchmarks' per-epoch evaluations)."""
     from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts, steps_per_process
@@ -62,4 +64,12 @@ def pretrain(cfg: DictConfig):
     train_loader, num_images = build_pretrain_loader(cfg, screen)
     facts = start_facts(cfg, num_images, steps_per_process(cfg, train_loader))
     record_facts(cfg, facts)
-    return fit(cfg, model, train_loader, val_loader, cfg.method, extra_callbacks=[StartBlock(facts)], resume=resume)
+    return fit(
+        cfg,
+        model,
+        train_loader,
+        val_loader,
+        cfg.method,
+        extra_callbacks=[StartBlock(facts), *extra_callbacks],
+        resume=resume,
+    )

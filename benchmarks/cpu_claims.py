@@ -1,0 +1,441 @@
+"""The paper's three claims on all of CIFAR-10, on a CPU, in pieces that resume.
+
+    python benchmarks/cpu_claims.py --list                  # the grid and what is done
+    python benchmarks/cpu_claims.py --budget-min 120        # run the next runs for 2 hours
+    python benchmarks/cpu_claims.py --report                # summary.md and plots from the CSVs
+
+Every run pretrains through the plugin's own flow (``main_pretrain.py``'s ``pretrain``, the
+CPU recipes ``mabt_cifar_cpu.yaml`` / ``mavicreg_cifar_cpu.yaml``): all 50,000 training
+JPEGs of ../shared/data/cifar10 (or ``CIFAR10_DIR``, or ``data.fraction`` of them for the
+data claim: solo-learn's stratified subsets), ``data.format=memory``, the width-16 CIFAR
+ResNet-18, batch 128, the authors' optimizer (Adam, constant learning rate), precision
+``auto`` (bf16 autocast on a CPU with native bf16), no online validation. After every
+epoch a callback measures, outside the training clock:
+
+* the backbone's kNN top-1 on all 10,000 test images, the bank all 50,000 training
+  images (plain normalized, whatever fraction the run trains on): solo-learn's weighted
+  kNN, k = 20, cosine, T = 0.07;
+* RankMe of the projector's (and backbone's) test embeddings;
+* the clocks: training seconds (Lightning's epochs, without this evaluation, less the
+  time the run was paused, see below), views processed (steps x batch x m).
+
+Each epoch appends a row to ``curves.csv``; a finished run appends one row to
+``results.csv``. A run is a child process with its own checkpoint folder; a call runs the
+next unfinished runs, most decisive first, until ``--budget-min`` is spent, then stops the
+running one with SIGTERM (the plugin writes its ``-stopped.ckpt``); the next call resumes
+it there (auto-resume), on this machine. ``results.csv`` and ``curves.csv`` are committed,
+so the grid also continues elsewhere (an unfinished run then starts over).
+
+Pausing: other work on a small machine pauses the runs with SIGSTOP to the process group
+whose id ``--pgid-file`` holds, and logs each pause in ``--pause-log`` (``<unix time>
+stop|cont``): the paused seconds inside an epoch are taken off its training seconds.
+Wall-clock claims still come from step times measured side by side in one quiet run
+(``benchmarks/bench_cpu_step.py``): training seconds of runs that shared a machine are
+indicative only.
+
+Because the optimizer has no schedule, a shorter run is a prefix of a longer one; the
+epoch budgets below put the views and data claims at equal views processed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+OUT = REPO / "benchmarks" / "results" / "cpu_claims"
+RESULTS, CURVES = OUT / "results.csv", OUT / "curves.csv"
+RESULT_COLUMNS = (
+    "method",
+    "m",
+    "d",
+    "beta",
+    "fraction",
+    "seed",
+    "epochs",
+    "views_seen",
+    "train_seconds",
+    "knn_backbone",
+    "rank_projector",
+    "precision",
+    "cpu",
+    "commit",
+)
+#: the 2-view baseline's epochs; every other budget is set from it (equal views processed)
+BASE_EPOCHS = 20
+WIDTH = 16
+#: "fixed": the beta the rule gives at d = 8192, m = 2 (the paper's large-projector setting)
+FIXED_C_OVER = 8192
+
+
+@dataclass(frozen=True)
+class Point:
+    """One setting of the grid; ``parts``: the claims it serves."""
+
+    method: str
+    m: int
+    d: int
+    beta: str  # rule | fixed | none (mmcr)
+    fraction: float
+    epochs: int
+    parts: Tuple[str, ...]
+    deciding: bool  # run with 2 seeds
+    precision: str = "auto"
+
+    def name(self, seed: int) -> str:
+        name = f"{self.method}-m{self.m}-d{self.d}-{self.beta}-f{self.fraction:g}-e{self.epochs}-s{seed}"
+        return name if self.precision == "auto" else f"{name}-p{self.precision}"
+
+
+def grid() -> List[Point]:
+    """The grid, most decisive first (the order runs are started in)."""
+    e = BASE_EPOCHS
+    return [
+        # bf16 (the CPU default where native) against fp32: one epoch, the same kNN within seeds?
+        Point("mabt", 2, 256, "rule", 1.0, 1, ("precision",), True, precision="32"),
+        Point("mabt", 2, 256, "rule", 1.0, 1, ("precision",), True),
+        # views: the baseline (2 views, the largest d, fixed beta) vs 4 and 8 views, d = 256, the rule
+        Point("mabt", 2, 2048, "fixed", 1.0, e, ("projector", "views"), True),
+        Point("mabt", 4, 256, "rule", 1.0, e // 2, ("views",), True),
+        Point("mabt", 2, 256, "rule", 1.0, e, ("projector", "data"), True),
+        Point("mabt", 8, 256, "rule", 1.0, e // 4, ("views",), True),
+        # projector: d in {64, 256, 2048}, the rule vs the fixed beta
+        Point("mabt", 2, 64, "fixed", 1.0, e, ("projector",), True),
+        Point("mabt", 2, 64, "rule", 1.0, e, ("projector",), True),
+        Point("mabt", 2, 256, "fixed", 1.0, e, ("projector",), False),
+        Point("mabt", 2, 2048, "rule", 1.0, e, ("projector",), False),
+        # data: 4 x 50% and 8 x 25% against 2 x 100% (above), equal views processed
+        Point("mabt", 4, 256, "rule", 0.5, e, ("data",), True),
+        Point("mabt", 8, 256, "rule", 0.25, e, ("data",), True),
+        # solo-learn's own Barlow Twins beside the baseline
+        Point("barlow_twins", 2, 2048, "fixed", 1.0, e, ("views",), False),
+        # VICReg, the views pair; MMCR at 4 views
+        Point("mavicreg", 2, 2048, "fixed", 1.0, e, ("vicreg",), False),
+        Point("mavicreg", 4, 256, "rule", 1.0, e // 2, ("vicreg",), False),
+        Point("mmcr", 4, 256, "none", 1.0, e // 2, ("mmcr",), False),
+    ]
+
+
+def schedule(seeds: Sequence[int]) -> List[Tuple[Point, int]]:
+    """(point, seed) in run order: the precision check's seeds, every point's first seed,
+    then the deciding points' second."""
+    check = [(p, s) for p in grid() for s in seeds if "precision" in p.parts]
+    first = [(p, seeds[0]) for p in grid() if "precision" not in p.parts]
+    rest = [(p, s) for s in seeds[1:] for p in grid() if p.deciding and "precision" not in p.parts]
+    return check + first + rest
+
+
+def find_point(name: str) -> Tuple[Point, int]:
+    for point, seed in schedule((1, 2)):
+        if point.name(seed) == name:
+            return point, seed
+    raise SystemExit(f"{name}: not a run of the grid (see --list)")
+
+
+def cifar_root() -> Path:
+    root = Path(os.environ.get("CIFAR10_DIR", REPO.parent / "shared" / "data" / "cifar10"))
+    if not (root / "train").is_dir() or not (root / "test").is_dir():
+        raise SystemExit(f"no CIFAR-10 ImageFolder tree (train/, test/) at {root}: set CIFAR10_DIR")
+    return root
+
+
+def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
+    """(recipe, Hydra overrides) of a run."""
+    from mvssl_plugin.beta_rule import BARLOW_TWINS_C, VICREG_C
+
+    root = cifar_root()
+    recipe = "mavicreg_cifar_cpu.yaml" if point.method == "mavicreg" else "mabt_cifar_cpu.yaml"
+    out = [
+        f"method={point.method}",
+        f"data.train_path={root / 'train'}",
+        "data.val_path=null",
+        "data.format=memory",
+        f"data.fraction={point.fraction if point.fraction < 1 else -1}",
+        f"data.num_views={point.m}",
+        "data.num_workers=0",
+        f"backbone.kwargs.width={WIDTH}",
+        f"method_kwargs.proj_output_dim={point.d}",
+        f"max_epochs={point.epochs}",
+        f"seed={seed}",
+        f"checkpoint.dir={OUT / 'runs' / point.name(seed)}",
+        "auto_resume.enabled=true",
+        "wandb.enabled=false",
+        "+enable_progress_bar=false",
+        f"precision={point.precision}",
+    ]
+    if point.method == "mavicreg":
+        out.append(f"method_kwargs.cov_loss_weight={'auto' if point.beta == 'rule' else VICREG_C / FIXED_C_OVER * 25}")
+    elif point.method == "mmcr":
+        out += ["~method_kwargs.lamb", "~method_kwargs.scale_loss", "~method_kwargs.objective"]
+        out += ["~method_kwargs.redundancy", "+method_kwargs.local_weight=0.0"]
+    else:
+        out.append(f"method_kwargs.lamb={'auto' if point.beta == 'rule' else BARLOW_TWINS_C / FIXED_C_OVER}")
+    return recipe, out
+
+
+# ----------------------------------------------------------------------------- the run itself (child)
+
+
+def pause_overlap(log: Optional[Path], start: float, end: float) -> float:
+    """Seconds of [start, end] (unix time) that the pause log marks as paused."""
+    if log is None or not log.is_file():
+        return 0.0
+    total, stopped = 0.0, None
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        when, what = float(parts[0]), parts[1]
+        if what == "stop" and stopped is None:
+            stopped = when
+        elif what == "cont" and stopped is not None:
+            total += max(0.0, min(end, when) - max(start, stopped))
+            stopped = None
+    if stopped is not None:
+        total += max(0.0, end - max(start, stopped))
+    return total
+
+
+def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
+    """The per-epoch evaluation and clocks (see the module docstring) as a Lightning callback."""
+    import torch
+    from lightning.pytorch.callbacks import Callback
+    from torchvision.datasets import ImageFolder
+
+    from mvssl_plugin.data.memory.cache import decode_to_uint8, default_cache_dir
+    from mvssl_plugin.data.memory.eval_loaders import MemoryEvalLoader, eval_recipe
+    from mvssl_plugin.eval.knn import all_classes_knn
+    from mvssl_plugin.eval.rank import rankme
+    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.train.run_log import TrainClock
+
+    name = point.name(seed)
+    root = cifar_root()
+
+    def labelled(split: str) -> Tuple[torch.Tensor, List[int]]:
+        samples = ImageFolder(str(root / split)).samples
+        files, labels = [f for f, _ in samples], [y for _, y in samples]
+        return decode_to_uint8(files, None, default_cache_dir(root / split)), labels
+
+    class EpochEval(Callback):
+        def on_fit_start(self, trainer, pl_module) -> None:
+            recipe, _ = eval_recipe("cifar10")
+            bank, test = labelled("train"), labelled("test")
+            self.loaders = [MemoryEvalLoader(x, y, recipe, augment=False, batch_size=512) for x, y in (bank, test)]
+            self.clock = next(c for c in trainer.callbacks if isinstance(c, TrainClock))
+            self.bf16 = "bf16" in str(trainer.precision)
+            self.start = None
+
+        def on_train_epoch_start(self, trainer, pl_module) -> None:
+            self.start = time.time()
+
+        @torch.no_grad()
+        def embed(self, pl_module, loader) -> Dict[str, torch.Tensor]:
+            feats, z, labels = [], [], []
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+                for x, y in loader:
+                    out = pl_module(x.to(pl_module.device))
+                    feats.append(out["feats"].float().cpu())
+                    z.append(out["z"].float().cpu())
+                    labels.append(y)
+            return {"backbone": torch.cat(feats), "projector": torch.cat(z), "labels": torch.cat(labels)}
+
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            now = time.time()
+            epoch = trainer.current_epoch + 1
+            rows = [r for r in read_csv(CURVES) if not (r["run"] == name and int(r["epoch"]) >= epoch)]
+            earlier = [r for r in rows if r["run"] == name]
+            paused_before = sum(float(r["paused_seconds"]) for r in earlier)
+            paused = pause_overlap(pause_log, self.start, now) if self.start is not None else 0.0
+            was_training = pl_module.training
+            pl_module.eval()
+            began = time.perf_counter()
+            bank, test = (self.embed(pl_module, loader) for loader in self.loaders)
+            knn = all_classes_knn(20, 0.07, "cosine")
+            knn(
+                train_features=bank["backbone"],
+                train_targets=bank["labels"],
+                test_features=test["backbone"],
+                test_targets=test["labels"],
+            )
+            acc1, _ = knn.compute()
+            pl_module.train(was_training)
+            views = trainer.global_step * int(pl_module.cfg.optimizer.batch_size) * point.m
+            row = {
+                "run": name,
+                "method": point.method,
+                "m": point.m,
+                "d": point.d,
+                "beta": point.beta,
+                "fraction": point.fraction,
+                "seed": seed,
+                "epoch": epoch,
+                "step": trainer.global_step,
+                "views_seen": views,
+                "train_seconds": round(self.clock.train_seconds - paused_before - paused, 1),
+                "paused_seconds": round(paused, 1),
+                "knn_backbone": round(float(acc1), 2),
+                "rank_projector": round(rankme(test["projector"]), 1),
+                "rank_backbone": round(rankme(test["backbone"]), 1),
+                "eval_seconds": round(time.perf_counter() - began, 1),
+                "precision": str(trainer.precision),
+            }
+            write_csv(CURVES, rows + [row])
+            print(f"cpu_claims: {name} epoch {epoch}: kNN {row['knn_backbone']}%, {row}", flush=True)
+
+    return EpochEval()
+
+
+def run_child(name: str, pause_log: Optional[Path]) -> None:
+    """Trains (or resumes) one run of the grid in this process, with the per-epoch evaluation."""
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    from mvssl_plugin.cli.config_name import compose_recipe
+    from mvssl_plugin.train.pretrain import pretrain
+
+    point, seed = find_point(name)
+    recipe, extra = overrides(point, seed)
+    cfg = compose_recipe(recipe, "pretrain", extra)
+    pretrain(cfg, extra_callbacks=[epoch_eval_callback(point, seed, pause_log)])
+
+
+# ----------------------------------------------------------------------------- the harness (parent)
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def cpu_description() -> str:
+    from mvssl_plugin.config.hardware import cpu_bf16_native, usable_cores
+
+    native, _ = cpu_bf16_native()
+    model = platform.processor() or platform.machine()
+    try:
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {usable_cores()} cores, bf16 {'native' if native else 'not native'}"
+
+
+def finished(name: str) -> bool:
+    from mvssl_plugin.runs import read_csv
+
+    return any(r.get("run") == name for r in read_csv(RESULTS))
+
+
+def record_result(point: Point, seed: int) -> dict:
+    """Appends the finished run's row to results.csv from its last curves row."""
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    name = point.name(seed)
+    curve = [r for r in read_csv(CURVES) if r["run"] == name]
+    last = max(curve, key=lambda r: int(r["epoch"]))
+    if int(last["epoch"]) != point.epochs:
+        raise SystemExit(f"{name}: finished, but curves.csv ends at epoch {last['epoch']} of {point.epochs}")
+    row = {"run": name, **{k: last.get(k, "") for k in RESULT_COLUMNS}}
+    row.update(epochs=point.epochs, cpu=cpu_description(), commit=commit())
+    write_csv(RESULTS, read_csv(RESULTS) + [row])
+    return row
+
+
+def run_grid(budget_min: float, seeds: Sequence[int], pause_log: Optional[Path], only: Optional[str]) -> None:
+    deadline = time.time() + budget_min * 60
+    (OUT / "logs").mkdir(parents=True, exist_ok=True)
+    for point, seed in schedule(seeds):
+        name = point.name(seed)
+        if finished(name) or (only and only not in name):
+            continue
+        if time.time() > deadline - 60:
+            print(f"cpu_claims: budget spent; next: {name}")
+            return
+        command = [sys.executable, __file__, "--run", name]
+        if pause_log is not None:
+            command += ["--pause-log", str(pause_log)]
+        print(f"cpu_claims: {time.strftime('%H:%M:%S')} {name}", flush=True)
+        with open(OUT / "logs" / f"{name}.log", "a") as log:
+            log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} commit {commit()}: {' '.join(command)}\n")
+            log.flush()
+            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+            while child.poll() is None:
+                if time.time() > deadline:
+                    print(f"cpu_claims: budget spent: stopping {name} (it resumes next call)", flush=True)
+                    child.send_signal(signal.SIGTERM)
+                    child.wait()
+                    return
+                time.sleep(5)
+        if child.returncode != 0:
+            raise SystemExit(f"cpu_claims: {name} exited {child.returncode}: see {OUT / 'logs' / (name + '.log')}")
+        row = record_result(point, seed)
+        print(f"cpu_claims: {name} done: kNN {row['knn_backbone']}% after {row['epochs']} epochs", flush=True)
+    print("cpu_claims: the grid is complete")
+
+
+def list_grid(seeds: Sequence[int]) -> None:
+    from mvssl_plugin.runs import read_csv
+
+    curves = read_csv(CURVES)
+    print("| run | parts | status | last kNN |")
+    print("|---|---|---|---|")
+    for point, seed in schedule(seeds):
+        name = point.name(seed)
+        rows = [r for r in curves if r["run"] == name]
+        last = max(rows, key=lambda r: int(r["epoch"])) if rows else None
+        status = "done" if finished(name) else (f"epoch {last['epoch']}/{point.epochs}" if last else "to do")
+        print(f"| {name} | {', '.join(point.parts)} | {status} | {last['knn_backbone'] if last else '-'} |")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--only", help="only runs whose name contains this")
+    parser.add_argument("--list", action="store_true", help="the grid and its status")
+    parser.add_argument("--report", action="store_true", help="summary.md and plots from the CSVs")
+    parser.add_argument("--pause-log", type=Path, help="pause log (see the module docstring)")
+    parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
+    parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
+    args = parser.parse_args(argv)
+    if args.run:
+        run_child(args.run, args.pause_log)
+    elif args.list:
+        list_grid(args.seeds)
+    elif args.report:
+        from cpu_claims_report import write_report
+
+        write_report(OUT)
+    elif args.budget_min is not None:
+        if args.pgid_file is not None:
+            args.pgid_file.write_text(str(os.getpgrp()))
+        try:
+            run_grid(args.budget_min, args.seeds, args.pause_log, args.only)
+        finally:
+            if args.pgid_file is not None:
+                args.pgid_file.unlink(missing_ok=True)
+    else:
+        parser.print_help()
+
+
+if __name__ == "__main__":
+    main()

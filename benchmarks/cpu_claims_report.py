@@ -1,0 +1,204 @@
+"""summary.md and plots of the CPU claims benchmark, made from its CSVs only.
+
+    python benchmarks/cpu_claims.py --report
+
+Per claim: a table of the runs that decide it (the mean over seeds, and the seeds' spread
+where there are two), its verdict, and a plot of backbone kNN against views processed
+and against training seconds. A verdict says "holds" or "does not hold" only where both
+sides have two seeds and the gap is larger than the larger of the two spreads;
+otherwise it says "inconclusive" and why.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+Key = Tuple[str, int, int, str, float, int]  # method, m, d, beta, fraction, epochs
+
+
+def _key(row: dict) -> Key:
+    return (row["method"], int(row["m"]), int(row["d"]), row["beta"], float(row["fraction"]), int(row["epochs"]))
+
+
+def _label(key: Key) -> str:
+    method, m, d, beta, fraction, _ = key
+    text = f"{method} m={m} d={d} {beta}"
+    return text + (f" {fraction:.0%} data" if fraction < 1 else "")
+
+
+class Grid:
+    """The CSV rows grouped by setting."""
+
+    def __init__(self, results: List[dict], curves: List[dict]) -> None:
+        self.final: Dict[Key, List[dict]] = defaultdict(list)
+        for row in results:
+            self.final[_key(row)].append(row)
+        self.curves: Dict[Key, Dict[int, List[dict]]] = defaultdict(lambda: defaultdict(list))
+        epochs = {r["run"]: int(r["epochs"]) for r in results}
+        for row in curves:
+            key = (*_key({**row, "epochs": epochs.get(row["run"], -1)}),)
+            if key[-1] == -1:  # an unfinished run: listed by its own name's epoch budget
+                budget = int(row["run"].split("-e")[-1].split("-")[0])
+                key = _key({**row, "epochs": budget})
+            self.curves[key][int(row["seed"])].append(row)
+
+    def accuracy(self, key: Key) -> Tuple[Optional[float], Optional[float], int]:
+        """(mean final kNN, spread over seeds or None, number of seeds)."""
+        values = [float(r["knn_backbone"]) for r in self.final.get(key, [])]
+        if not values:
+            return None, None, 0
+        return statistics.mean(values), (max(values) - min(values) if len(values) > 1 else None), len(values)
+
+    def reach(self, key: Key, target: float) -> Optional[Tuple[float, float]]:
+        """(mean views, mean training seconds) at which each seed's curve first reaches ``target``;
+        None if a seed's finished run never does."""
+        found = []
+        for rows in self.curves.get(key, {}).values():
+            rows = sorted(rows, key=lambda r: int(r["epoch"]))
+            hit = next((r for r in rows if float(r["knn_backbone"]) >= target), None)
+            if hit is None:
+                return None
+            found.append((float(hit["views_seen"]), float(hit["train_seconds"])))
+        if not found:
+            return None
+        return statistics.mean(v for v, _ in found), statistics.mean(s for _, s in found)
+
+
+def _cell(value: Optional[float], spread: Optional[float], seeds: int) -> str:
+    if value is None:
+        return "not run yet"
+    return (
+        f"{value:.1f}" + (f" ± {spread / 2:.1f}" if spread is not None else "") + f" ({seeds} seed{'s' * (seeds > 1)})"
+    )
+
+
+def verdict(grid: Grid, better: Key, worse: Key, claim: str) -> str:
+    """Whether ``better`` beats ``worse`` on final kNN beyond the seeds' spread."""
+    a, sa, na = grid.accuracy(better)
+    b, sb, nb = grid.accuracy(worse)
+    if a is None or b is None:
+        return f"inconclusive: {_label(better if a is None else worse)} has not finished"
+    gap = a - b
+    if na < 2 or nb < 2:
+        return f"inconclusive so far: {gap:+.1f} points with one seed on a side ({claim})"
+    noise = max(sa or 0.0, sb or 0.0)
+    if abs(gap) <= noise:
+        return f"inconclusive: {gap:+.1f} points, within the seeds' spread of {noise:.1f} ({claim})"
+    return f"{'holds' if gap > 0 else 'does not hold'}: {gap:+.1f} points, seeds' spread {noise:.1f} ({claim})"
+
+
+def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for key in keys:
+        for seed, rows in sorted(grid.curves.get(key, {}).items()):
+            rows = sorted(rows, key=lambda r: int(r["epoch"]))
+            label = _label(key) if seed == min(grid.curves[key]) else None
+            style = "-" if seed == min(grid.curves[key]) else "--"
+            color = f"C{list(keys).index(key)}"
+            for ax, x in zip(axes, ("views_seen", "train_seconds")):
+                ax.plot(
+                    [float(r[x]) for r in rows],
+                    [float(r["knn_backbone"]) for r in rows],
+                    style,
+                    color=color,
+                    label=label,
+                )
+    for ax, x in zip(axes, ("views processed", "training seconds (indicative: shared machine)")):
+        ax.set_xlabel(x)
+        ax.set_ylabel("backbone kNN top-1 (%)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title + " (dashed: second seed)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(out: Path) -> Path:
+    """Writes ``summary.md`` and one plot per claim under ``out``; returns summary.md."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cpu_claims import BASE_EPOCHS, RESULTS, CURVES  # noqa: I001
+
+    from mvssl_plugin.runs import read_csv
+
+    grid = Grid(read_csv(RESULTS), read_csv(CURVES))
+    e = BASE_EPOCHS
+    baseline: Key = ("mabt", 2, 2048, "fixed", 1.0, e)
+    lines = [
+        "# The paper's claims on all of CIFAR-10, on a CPU",
+        "",
+        "Made by `python benchmarks/cpu_claims.py --report` from `results.csv` and `curves.csv`",
+        "(the setting and the method: `benchmarks/cpu_claims.py`). Backbone kNN top-1 on the 10,000",
+        "test images, k = 20, cosine; the mean over seeds ± half their spread.",
+        "",
+    ]
+    sections = [
+        (
+            "Projector: beta by the rule keeps a small projector working (m = 2)",
+            "projector",
+            [("mabt", 2, d, beta, 1.0, e) for d in (64, 256, 2048) for beta in ("rule", "fixed")],
+            [(("mabt", 2, 64, "rule", 1.0, e), ("mabt", 2, 64, "fixed", 1.0, e), "d = 64: rule vs fixed beta")],
+        ),
+        (
+            "Views: 4 and 8 views reach the 2-view baseline sooner (equal views budget)",
+            "views",
+            [baseline, ("mabt", 4, 256, "rule", 1.0, e // 2), ("mabt", 8, 256, "rule", 1.0, e // 4)]
+            + [("barlow_twins", 2, 2048, "fixed", 1.0, e)],
+            [],
+        ),
+        (
+            "Data: 4 x 50% and 8 x 25% against 2 x 100% at equal views",
+            "data",
+            [("mabt", 2, 256, "rule", 1.0, e), ("mabt", 4, 256, "rule", 0.5, e), ("mabt", 8, 256, "rule", 0.25, e)],
+            [
+                (("mabt", 4, 256, "rule", 0.5, e), ("mabt", 2, 256, "rule", 1.0, e), "4 x 50% vs 2 x 100%"),
+                (("mabt", 8, 256, "rule", 0.25, e), ("mabt", 2, 256, "rule", 1.0, e), "8 x 25% vs 2 x 100%"),
+            ],
+        ),
+        (
+            "VICReg and MMCR",
+            "vicreg",
+            [("mavicreg", 2, 2048, "fixed", 1.0, e), ("mavicreg", 4, 256, "rule", 1.0, e // 2)]
+            + [("mmcr", 4, 256, "none", 1.0, e // 2)],
+            [],
+        ),
+    ]
+    for title, slug, keys, contests in sections:
+        lines += [f"## {title}", "", f"![{slug}]({slug}.png)", ""]
+        lines += ["| run | epochs | final kNN | projector RankMe |", "|---|---|---|---|"]
+        for key in keys:
+            value, spread, seeds = grid.accuracy(key)
+            ranks = [float(r["rank_projector"]) for r in grid.final.get(key, [])]
+            rank = f"{statistics.mean(ranks):.1f}" if ranks else "-"
+            lines.append(f"| {_label(key)} | {key[-1]} | {_cell(value, spread, seeds)} | {rank} |")
+        lines.append("")
+        if slug in ("views", "vicreg"):
+            base = keys[0]
+            target, _, _ = grid.accuracy(base)
+            if target is not None:
+                mine = grid.reach(base, target)
+                lines += [f"The 2-view baseline's final kNN: {target:.1f}%. First reached at:", ""]
+                lines += ["| run | views | x baseline's views | training s |", "|---|---|---|---|"]
+                for key in keys:
+                    got = grid.reach(key, target)
+                    if got is None or mine is None:
+                        lines.append(f"| {_label(key)} | not reached | | |")
+                        continue
+                    lines.append(f"| {_label(key)} | {got[0]:,.0f} | {got[0] / mine[0]:.2f} | {got[1]:,.0f} |")
+                lines.append("")
+        for better, worse, claim in contests:
+            lines += [f"- {claim}: " + verdict(grid, better, worse, claim.split(":")[0]), ""]
+        plot(grid, keys, out / f"{slug}.png", title)
+    path = out / "summary.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
