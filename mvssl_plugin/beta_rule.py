@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from mvssl_plugin.objectives import check_objective
+from mvssl_plugin.losses.objectives import check_objective
 
 #: Loss families the rule serves.
 METHODS: tuple[str, ...] = ("barlow_twins", "vicreg")

@@ -13,7 +13,7 @@ from solo.losses.vicreg import vicreg_loss_func
 
 from mvssl_plugin import beta_rule as beta
 from mvssl_plugin.losses import multiview_vicreg_loss
-from mvssl_plugin.objectives import OBJECTIVES
+from mvssl_plugin.losses.objectives import OBJECTIVES
 
 # ----------------------------------------------------------------------------- constants vs release
 

@@ -17,8 +17,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from helpers import NEEDS_DALI
 
-from mvssl_plugin.losses import multiview_barlow_loss, multiview_vicreg_loss
-from mvssl_plugin.losses.mmcr import mmcr_loss
+from mvssl_plugin.losses import mmcr_loss, multiview_barlow_loss, multiview_vicreg_loss
 
 
 def _mmcr(z: torch.Tensor, redundancy: str) -> torch.Tensor:

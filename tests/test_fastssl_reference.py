@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from mvssl_plugin.losses import multiview_barlow_loss, multiview_vicreg_loss
-from mvssl_plugin.objectives import OBJECTIVES, REDUNDANCY_MODES
+from mvssl_plugin.losses.objectives import OBJECTIVES, REDUNDANCY_MODES
 
 # ----------------------------------------------------------------------------- reference
 

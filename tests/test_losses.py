@@ -11,7 +11,7 @@ from solo.losses.vicreg import vicreg_loss_func
 from torch.utils.flop_counter import FlopCounterMode
 
 from mvssl_plugin.losses import leave_one_out_means, multiview_barlow_loss, multiview_vicreg_loss
-from mvssl_plugin.objectives import LOSS_SCALE, METHOD_SCALE, OBJECTIVES
+from mvssl_plugin.losses.objectives import LOSS_SCALE, METHOD_SCALE, OBJECTIVES
 
 #: (objective, redundancy) pairs that are valid together
 MODES = [("leave_one_out", "per_view"), ("leave_one_out", "mean_embedding"), ("fastssl", "per_view")]

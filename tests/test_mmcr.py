@@ -10,7 +10,7 @@ import pytest
 import torch
 from helpers import NEEDS_DALI, run_entry, tiny_overrides
 
-from mvssl_plugin.losses.mmcr import mmcr_loss
+from mvssl_plugin.losses import mmcr_loss
 
 
 def transcription(views: torch.Tensor, local_weight: float) -> torch.Tensor:
