@@ -14,7 +14,7 @@ import functools
 from typing import Any, Callable
 
 from mvssl_plugin.config.augmentations import hide_crop_counts, views_to_crops
-from mvssl_plugin.registry import METHODS
+from mvssl_plugin.registry import PLUGIN_METHODS
 
 
 def on_import(name: str, module: Any) -> None:
@@ -32,7 +32,7 @@ def wrap_parse_cfg(parse_cfg: Callable) -> Callable:
 
     @functools.wraps(parse_cfg)
     def wrapped(cfg):
-        ours = cfg.get("method") in METHODS
+        ours = cfg.get("method") in PLUGIN_METHODS
         if ours:
             views_to_crops(cfg)
         cfg = parse_cfg(cfg)

@@ -29,7 +29,7 @@ from mvssl_plugin.cli.config_name import compose_recipe, list_recipes
 from mvssl_plugin.config.keys import PLUGIN_KEYS, check_keys, is_known, keys_in_source, known_keys
 from mvssl_plugin.data.scan import BadFile, inspect_file, odd_sized, scan_images, screen_files
 from mvssl_plugin.errors import ConfigError, DataError
-from mvssl_plugin.memory_estimate import GiB
+from mvssl_plugin.peak_ram import GiB
 from mvssl_plugin.runs import RUN_LOG, is_complete_checkpoint, read_json
 
 FORMATS = ["image_folder", pytest.param("dali", marks=NEEDS_DALI), "memory"]
@@ -303,20 +303,20 @@ def checked_config(recipe: str, on: str, **overrides):
 
 @pytest.mark.parametrize("recipe", list_recipes("pretrain"))
 def test_every_recipe_fits_an_80_gib_gpu(recipe):
-    from mvssl_plugin.train.memory_check import check_memory
+    from mvssl_plugin.train.peak_ram_check import check_peak_ram
 
-    assert check_memory(checked_config(recipe, "gpu"), available=78 * GiB) == []
+    assert check_peak_ram(checked_config(recipe, "gpu"), available=78 * GiB) == []
 
 
 def test_cpu_recipes_fit_this_machine_and_absurd_ones_do_not():
-    from mvssl_plugin.train.memory_check import check_memory
+    from mvssl_plugin.train.peak_ram_check import check_peak_ram
 
     for recipe in ("mabt_cifar_cpu.yaml", "mavicreg_cifar_cpu.yaml"):
-        check_memory(checked_config(recipe, "cpu"), available=16 * GiB)  # 24 GiB machine, some of it taken
+        check_peak_ram(checked_config(recipe, "cpu"), available=16 * GiB)  # 24 GiB machine, some of it taken
     # the tiny test recipes fit in 1.5 GiB
-    check_memory(checked_config("mabt_cifar.yaml", "cpu", **dict(o.split("=", 1) for o in TINY)), available=1.5 * GiB)
+    check_peak_ram(checked_config("mabt_cifar.yaml", "cpu", **dict(o.split("=", 1) for o in TINY)), available=1.5 * GiB)
     with pytest.raises(ConfigError, match=r"data.num_views=64 .* the largest that fits is optimizer.batch_size=\d+"):
-        check_memory(checked_config("mabt_cifar.yaml", "cpu", **{"data.num_views": 64}), available=20 * GiB)
+        check_peak_ram(checked_config("mabt_cifar.yaml", "cpu", **{"data.num_views": 64}), available=20 * GiB)
 
 
 TINY = ["backbone.name=narrow_resnet18", "+backbone.kwargs.width=8", "optimizer.batch_size=8"]
@@ -324,9 +324,9 @@ TINY = ["backbone.name=narrow_resnet18", "+backbone.kwargs.width=8", "optimizer.
 
 def test_estimate_is_close_to_a_measured_peak(tiny_cifar, tmp_path):
     """Peak RSS of two training steps in a child process (os.wait4) against the estimate
-    (calibrated within -6%..+5% on 11 settings: benchmarks/bench_memory_estimate.py)."""
-    from mvssl_plugin.memory_estimate import estimate_peak
-    from mvssl_plugin.train.memory_check import run_shape
+    (calibrated within -6%..+5% on 11 settings: benchmarks/bench_peak_ram.py)."""
+    from mvssl_plugin.peak_ram import estimate_peak
+    from mvssl_plugin.train.peak_ram_check import run_shape
 
     train = make_image_folder(tmp_path / "train", classes=4, per_class=40)
     extra = {"data.val_path": "null", "optimizer.batch_size": 64, "+backbone.kwargs.width": 16}

@@ -10,7 +10,7 @@ from helpers import solo_shaped_cfg, tiny_overrides
 
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.registry import METHODS
+from mvssl_plugin.registry import PLUGIN_METHODS
 from mvssl_plugin.train.pretrain import pretrain
 
 # key -> values that must be refused (each a Hydra override value)
@@ -119,7 +119,7 @@ def reads(method: str, key: str) -> bool:
     return name in ("proj_output_dim", "proj_hidden_dim") or name in cls.defaults() or name in ruled
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(PLUGIN_METHODS))
 @pytest.mark.parametrize("key,value", METHOD_KEYS, ids=[f"{k}={v}" for k, v in METHOD_KEYS])
 def test_solo_shaped_configs_are_refused_by_name_when_built_directly(method, key, value):
     from omegaconf import OmegaConf

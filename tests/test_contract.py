@@ -17,10 +17,10 @@ from torch.utils.data import DataLoader, Dataset
 import mvssl_plugin
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
-from mvssl_plugin.registry import METHODS, beta_slot, method_class
+from mvssl_plugin.registry import PLUGIN_METHODS, beta_slot, method_class
 
 #: the registered methods of the Barlow Twins / VICReg family (an orthogonality weight, objectives)
-FAMILY = sorted(m for m in METHODS if issubclass(method_class(m), BarlowVICRegMethod))
+FAMILY = sorted(m for m in PLUGIN_METHODS if issubclass(method_class(m), BarlowVICRegMethod))
 
 
 class RandomViews(Dataset):
@@ -60,7 +60,7 @@ def methods():
     return mvssl_plugin.register()
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(PLUGIN_METHODS))
 @pytest.mark.parametrize("num_large,num_small", [(2, 0), (4, 0), (2, 2)])
 def test_built_and_trained_as_solo_learn_builds_its_methods(methods, method, num_large, num_small):
     cfg = solo_shaped_cfg(method, num_large, num_small)
@@ -84,7 +84,7 @@ def test_built_and_trained_as_solo_learn_builds_its_methods(methods, method, num
     assert any(not torch.equal(a, b) for a, b in zip(before, model.projector.parameters())), "nothing trained"
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(PLUGIN_METHODS))
 def test_same_config_same_beta_whichever_way_the_method_is_built(methods, method):
     """Direct construction and the entry point's early call resolve the same weights."""
     direct, early = solo_shaped_cfg(method, 4), solo_shaped_cfg(method, 4)
@@ -117,7 +117,7 @@ def refused(methods, method: str, change: dict, match: str) -> None:
         methods[method].add_and_assert_specific_cfg(cfg)
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(PLUGIN_METHODS))
 @pytest.mark.parametrize("change,match", SHARED_CHECKS, ids=lambda v: str(v)[:40])
 def test_the_shared_checks_name_the_key(methods, method, change, match):
     refused(methods, method, change, match)
@@ -129,7 +129,7 @@ def test_the_barlow_vicreg_family_checks_name_the_key(methods, method, change, m
     refused(methods, method, change, match)
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", sorted(PLUGIN_METHODS))
 def test_fused_forward_null_is_the_methods_default(methods, method):
     """A recipe shared across methods may say null (the BT/VICReg recipes do): each method
     makes it a boolean, on only where its objective needs it."""

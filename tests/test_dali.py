@@ -14,7 +14,7 @@ from PIL import Image
 
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.data.dali import DaliMultiViewLoader, EpochShards, ViewRecipe
-from mvssl_plugin.data.folders import pretrain_loader, pretrain_samples, pretrain_transform
+from mvssl_plugin.data.datasets import pretrain_loader, pretrain_samples, pretrain_transform
 from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.train.pretrain import pretrain
 

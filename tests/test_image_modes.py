@@ -15,11 +15,11 @@ import torch
 from helpers import NEEDS_DALI, make_image_folder, run_entry, tiny_overrides
 from PIL import Image
 
-import mvssl_plugin.data.memory.cache as memory_cache
+import mvssl_plugin.data.inmemory.cache as memory_cache
 from mvssl_plugin.cli.config_name import compose_recipe
-from mvssl_plugin.data.folders import pretrain_dataset, pretrain_samples
-from mvssl_plugin.data.memory.cache import decode_to_uint8, memory_bytes_needed
-from mvssl_plugin.data.memory.pretrain import pretrain_memory_loader
+from mvssl_plugin.data.datasets import pretrain_dataset, pretrain_samples
+from mvssl_plugin.data.inmemory.cache import decode_to_uint8, memory_bytes_needed
+from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
 from mvssl_plugin.data.pixels import dali_reads_as_is
 from mvssl_plugin.errors import DataError
 

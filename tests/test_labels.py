@@ -15,8 +15,8 @@ import pytest
 from helpers import NEEDS_DALI, assert_one_line, make_image_folder, run_entry, tiny_overrides
 from omegaconf import OmegaConf
 
+from mvssl_plugin.data.imagefolder import first_of_each_file, match_classes, nested_class_folders
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.imagefolder import first_of_each_file, match_classes, nested_class_folders
 
 #: width 8: narrower channels-last nets crash oneDNN's CPU convolution on AVX2 machines
 SAFE = {"+backbone.kwargs.width": 8}
@@ -108,8 +108,8 @@ def test_subset_labels_are_the_training_indices_in_every_dataset(tmp_path):
     with solo-learn's data_fraction (which subsets samples only) and data.val_fraction."""
     from solo.data.classification_dataloader import prepare_transforms
 
-    from mvssl_plugin.data.folders import classification_datasets, dataset_labels, pretrain_val_set
-    from mvssl_plugin.data.memory.eval_loaders import val_memory_loader
+    from mvssl_plugin.data.datasets import classification_datasets, dataset_labels, pretrain_val_set
+    from mvssl_plugin.data.inmemory.eval_loaders import val_memory_loader
 
     data = drop_class(trees(tmp_path, per_class=6, val_per_class=4), "class_0")
     cfg = OmegaConf.create(

@@ -16,16 +16,16 @@ import torch
 from omegaconf import OmegaConf
 from PIL import Image
 
-import mvssl_plugin.data.memory.augment as memory_augment
-import mvssl_plugin.data.memory.cache as memory_cache
-import mvssl_plugin.data.memory.eval_loaders as memory_eval
-import mvssl_plugin.data.memory.loader as memory_loader
-from mvssl_plugin.data.memory.augment import BatchAugment, seeded_views
-from mvssl_plugin.data.memory.cache import check_fits, decode_to_uint8, memory_bytes_needed
-from mvssl_plugin.data.memory.color import shift_hue
-from mvssl_plugin.data.memory.eval_loaders import MemoryEvalLoader, probe_memory_loaders, probe_recipes
-from mvssl_plugin.data.memory.loader import MemoryMultiViewLoader
-from mvssl_plugin.data.memory.pretrain import pretrain_memory_loader
+import mvssl_plugin.data.inmemory.augment as memory_augment
+import mvssl_plugin.data.inmemory.cache as memory_cache
+import mvssl_plugin.data.inmemory.eval_loaders as memory_eval
+import mvssl_plugin.data.inmemory.loader as memory_loader
+from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views
+from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, memory_bytes_needed
+from mvssl_plugin.data.inmemory.color import shift_hue
+from mvssl_plugin.data.inmemory.eval_loaders import MemoryEvalLoader, probe_memory_loaders, probe_recipes
+from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
+from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
 from mvssl_plugin.data.views import ViewRecipe
 from mvssl_plugin.errors import ConfigError, DataError
 
@@ -455,7 +455,7 @@ def test_probe_memory_loaders_keep_the_files_and_labels_of_the_torchvision_path(
     memory probe must pair each decoded image with its own label, as torchvision's does."""
     from solo.data.classification_dataloader import prepare_transforms
 
-    from mvssl_plugin.data.folders import classification_datasets
+    from mvssl_plugin.data.datasets import classification_datasets
 
     for split in ("train", "test"):
         for label in range(3):

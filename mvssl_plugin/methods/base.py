@@ -111,7 +111,7 @@ class MultiViewMethod(BaseMethod):
     @classmethod
     def loss_matrices(cls, kwargs: Dict[str, Any], num_views: int) -> int:
         """D x D matrices (or matrices of that size) the loss keeps alive with their
-        gradients, for the memory estimate (``train/memory_check.py``)."""
+        gradients, for the memory estimate (``train/peak_ram_check.py``)."""
         return 1
 
     @classmethod

@@ -17,9 +17,10 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     from solo.args.pretrain import parse_cfg
     from solo.methods.base import BaseMethod
 
-    from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, open_cfg, select, world_size
-    from mvssl_plugin.data.folders import solo_data_format
-    from mvssl_plugin.registry import BACKBONES, register
+    from mvssl_plugin.config import adapt_to_hardware, open_cfg, select, world_size
+    from mvssl_plugin.data.checks import apply_backbone_defaults
+    from mvssl_plugin.data.datasets import solo_data_format
+    from mvssl_plugin.registry import PLUGIN_BACKBONES, register
     from mvssl_plugin.train.checks import check_pretrain_cfg
 
     cfg = open_cfg(cfg)
@@ -28,7 +29,7 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     notices += check_pretrain_cfg(cfg, methods, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     for notice in notices:
         notify(f"mvssl: {notice}")
-    apply_backbone_defaults(cfg, tuple(BACKBONES))
+    apply_backbone_defaults(cfg, tuple(PLUGIN_BACKBONES))
     # solo-learn's parser keeps its own DALI path to ImageNet folders; ours reads any tree
     data_format = cfg.data.format
     cfg.data.format = solo_data_format(data_format)

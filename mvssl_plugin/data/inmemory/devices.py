@@ -6,7 +6,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 
-def resolve_device(device: str | torch.device) -> torch.device:
+def exact_device(device: str | torch.device) -> torch.device:
     """``device`` as a torch device; a bare ``cuda`` is the process's current GPU."""
     device = torch.device(device)
     if device.type == "cuda" and device.index is None:
@@ -16,7 +16,7 @@ def resolve_device(device: str | torch.device) -> torch.device:
 
 def moved(images: torch.Tensor, device: str | torch.device) -> torch.Tensor:
     """``images`` on ``device`` (a bare ``cuda``: the process's current GPU), copied only if elsewhere."""
-    target = resolve_device(device)
+    target = exact_device(device)
     return images if images.device == target else images.to(target)
 
 

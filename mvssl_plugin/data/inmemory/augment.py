@@ -10,8 +10,8 @@ from typing import Callable, List, Tuple
 import numpy as np
 import torch
 
-from mvssl_plugin.data.memory.color import ColorJitterPerImage
-from mvssl_plugin.data.memory.crop import CropMatrices, random_resized_boxes, resize_matrix
+from mvssl_plugin.data.inmemory.color import ColorJitterPerImage
+from mvssl_plugin.data.inmemory.crop import CropMatrices, random_resized_boxes, resize_matrix
 from mvssl_plugin.data.views import ViewRecipe
 
 

@@ -8,9 +8,9 @@ from typing import Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from mvssl_plugin.data.memory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
-from mvssl_plugin.data.memory.devices import training_device
-from mvssl_plugin.data.memory.loader import MemoryMultiViewLoader
+from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
+from mvssl_plugin.data.inmemory.devices import training_device
+from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
 from mvssl_plugin.data.views import ViewRecipe
 
 

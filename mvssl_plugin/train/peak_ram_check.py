@@ -1,5 +1,5 @@
-"""The memory check before pretraining: the run's shape from its config, the estimate
-(:mod:`mvssl_plugin.memory_estimate`) against the memory the device has free, and what fits."""
+"""The peak-RAM check before pretraining: the run's shape from its config, the estimate
+(:mod:`mvssl_plugin.peak_ram`) against the memory the device has free, and what fits."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import List, Optional
 from omegaconf import DictConfig
 
 from mvssl_plugin.config import select
-from mvssl_plugin.config.data import SMALL_IMAGE_DATASETS
 from mvssl_plugin.config.hardware import world_size
+from mvssl_plugin.data.checks import SMALL_IMAGE_DATASETS
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.memory_estimate import (
+from mvssl_plugin.peak_ram import (
     LOW_END,
     RunShape,
     available_bytes,
@@ -65,7 +65,7 @@ def run_shape(cfg: DictConfig) -> Optional[RunShape]:
     return shape if known_backbone(shape) else None
 
 
-def check_memory(cfg: DictConfig, available: Optional[float] = None) -> List[str]:
+def check_peak_ram(cfg: DictConfig, available: Optional[float] = None) -> List[str]:
     """Refuses a pretraining config whose estimated peak memory cannot fit, naming
     ``optimizer.batch_size`` / ``data.num_views`` and what would fit. ``available``
     (bytes per process) defaults to the device's free memory; CPU processes of one

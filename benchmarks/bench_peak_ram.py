@@ -1,6 +1,6 @@
-"""The memory estimate (mvssl_plugin/memory_estimate.py) against the peak RSS of real training steps.
+"""The memory estimate (mvssl_plugin/peak_ram.py) against the peak RSS of real training steps.
 
-    python benchmarks/bench_memory_estimate.py [--steps 3] [--only N ...]
+    python benchmarks/bench_peak_ram.py [--steps 3] [--only N ...]
 
 Each setting runs ``main_pretrain.py`` for ``--steps`` training steps (no validation, no
 checkpoint, ``data.num_workers=0``) in a child process on generated images, and reads the
@@ -48,8 +48,8 @@ def estimate(recipe: str, overrides: list[str]) -> float:
     """The estimate the entry point compares with free memory, for this config."""
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.config import adapt_to_hardware, set_crop_counts
-    from mvssl_plugin.memory_estimate import estimate_peak
-    from mvssl_plugin.train.memory_check import run_shape
+    from mvssl_plugin.peak_ram import estimate_peak
+    from mvssl_plugin.train.peak_ram_check import run_shape
 
     cfg = compose_recipe(recipe, "pretrain", overrides)
     adapt_to_hardware(cfg)

@@ -1,4 +1,5 @@
-"""Peak memory of a pretraining run, estimated from its shape before anything is built.
+"""Peak RAM of a pretraining run (host RAM; GPU memory on a GPU), estimated from its shape
+before anything is built. (The in-memory data format is ``data/inmemory/``, another thing.)
 
 Why: a run whose views x batch do not fit dies minutes in (the CPU's OOM killer: exit 137
 and no message; a GPU: an out-of-memory traceback after the first steps). The estimate
@@ -16,7 +17,7 @@ Saved activations per input pixel were measured once per backbone with
 ``torch.autograd.graph.saved_tensors_hooks`` (:data:`ACTIVATION_BYTES_PER_PIXEL`); three
 constants (``CPU_BASE``, ``ACTIVATION_OVERHEAD``, ``LOSS_COPIES``) were then fitted to the
 peak RSS of three training steps measured in child processes on the CPU
-(``benchmarks/bench_memory_estimate.py``: ``os.wait4``'s ``ru_maxrss``; 2 cores, torch
+(``benchmarks/bench_peak_ram.py``: ``os.wait4``'s ``ru_maxrss``; 2 cores, torch
 2.12.1). Over its 11 settings, 0.98 to 5.1 GiB (narrow ResNet-18 widths 16 and 64,
 ResNet-18 and -50, 32 to 224 px, 2 to 8 views, batch 8 to 256, d = 256 to 8192, Barlow
 Twins and VICReg), the estimate was within -6% to +5% of the measured peak; the fit was
@@ -93,7 +94,7 @@ class RunShape:
 
 
 @dataclass
-class MemoryEstimate:
+class PeakEstimate:
     """Bytes by part; ``total`` is the estimated peak."""
 
     parts: Dict[str, float] = field(default_factory=dict)
@@ -114,7 +115,7 @@ def known_backbone(shape: RunShape) -> bool:
     return (shape.backbone, shape.small_input) in ACTIVATION_BYTES_PER_PIXEL
 
 
-def estimate_peak(shape: RunShape) -> MemoryEstimate:
+def estimate_peak(shape: RunShape) -> PeakEstimate:
     """Estimated peak memory of one training process (see the module docstring)."""
     half = shape.device == "cuda" and shape.precision in HALF_PRECISIONS
     per_pixel = ACTIVATION_BYTES_PER_PIXEL[(shape.backbone, shape.small_input)]
@@ -133,7 +134,7 @@ def estimate_peak(shape: RunShape) -> MemoryEstimate:
     projector = b * m * (features + 3 * hidden * (shape.projector_layers - 1) + 2 * d) * 4 * 2
     batch = b * pixels * 3 * 4
     prefetched = batch * 2 * shape.num_workers if shape.device == "cpu" else batch
-    return MemoryEstimate(
+    return PeakEstimate(
         {
             "base": GPU_BASE if shape.device == "cuda" else CPU_BASE,
             "parameters": params * 4 * (2 + states),

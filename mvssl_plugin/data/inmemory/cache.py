@@ -16,10 +16,10 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 import torch
 
-from mvssl_plugin.data.memory.devices import resolve_device
+from mvssl_plugin.data.inmemory.devices import exact_device
 from mvssl_plugin.data.pixels import load_rgb
 from mvssl_plugin.errors import ConfigError, DataError
-from mvssl_plugin.memory_estimate import available_ram
+from mvssl_plugin.peak_ram import available_ram
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def check_fits(num_bytes: int, device: str | torch.device, copies: int = 1) -> N
     """Raises :class:`ConfigError` when ``copies`` data sets of ``num_bytes`` would take
     more than :data:`FREE_SHARE` of the device's free memory (checked before decoding,
     so a run that cannot fit fails in seconds, not after an hour of decoding)."""
-    device = resolve_device(device)
+    device = exact_device(device)
     share = FREE_SHARE["cuda" if device.type == "cuda" else "cpu"]
     available = _available_bytes(device)
     needed = int(num_bytes) * int(copies)

@@ -14,11 +14,11 @@ from typing import Callable, List, Optional, Tuple
 from omegaconf import DictConfig
 from torch.utils.data import DataLoader, Dataset
 
-from mvssl_plugin.config.data import SMALL_IMAGE_DATASETS, TORCHVISION_DATASETS
+from mvssl_plugin.data.checks import SMALL_IMAGE_DATASETS, TORCHVISION_DATASETS
+from mvssl_plugin.data.imagefolder import is_image_folder_tree, match_classes
 from mvssl_plugin.data.pixels import load_rgb
 from mvssl_plugin.data.scan import CheckedLoader
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.imagefolder import is_image_folder_tree, match_classes
 
 #: ``screen(key, files)``: the usable files among a data path's files (see
 #: :func:`mvssl_plugin.data.scan.screen_files`); raises DataError for bad ones
@@ -188,7 +188,7 @@ def pretrain_loader(cfg: DictConfig, transform: Callable, screen: Optional[Scree
 
 def label_by_name(train_set, val_set, keys: Tuple[str, str] = ("data.train_path", "data.val_path")) -> None:
     """Relabels an ImageFolder validation set with the training set's class indices, matched
-    by folder name (:func:`~mvssl_plugin.imagefolder.match_classes`: raises ConfigError for
+    by folder name (:func:`~mvssl_plugin.data.imagefolder.match_classes`: raises ConfigError for
     names the training set lacks). torchvision numbers each tree's sorted folders on its own;
     a validation tree holding a subset of the classes keeps its images, labelled as the
     classifier's outputs are. Labels live in ``samples`` (what ImageFolder, the memory loaders

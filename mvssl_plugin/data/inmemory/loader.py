@@ -8,8 +8,8 @@ from typing import Any, List, Optional, Tuple
 
 import torch
 
-from mvssl_plugin.data.memory.augment import BatchAugment, seeded_views, step_seed
-from mvssl_plugin.data.memory.devices import moved
+from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
+from mvssl_plugin.data.inmemory.devices import moved
 from mvssl_plugin.data.views import EpochShards, ViewRecipe, process_group, split_over
 
 

@@ -1,4 +1,6 @@
-"""Data keys: dataset, format, paths, fraction, and the DALI / in-memory options."""
+"""The data keys of a config, checked before anything is built: dataset, format, paths,
+fraction, and the DALI / in-memory options. Here rather than in ``config/`` because the
+path checks read ImageFolder trees (:mod:`mvssl_plugin.data.imagefolder`)."""
 
 from __future__ import annotations
 
@@ -8,20 +10,20 @@ import os
 from omegaconf import DictConfig
 
 from mvssl_plugin.config.values import AUTO, boolean, count, is_number, require, select
-from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.imagefolder import (
+from mvssl_plugin.data.imagefolder import (
     class_names,
     empty_class_folders,
     is_image_folder_tree,
     match_classes,
     nested_class_folders,
 )
+from mvssl_plugin.errors import ConfigError
 
 SUPPORTED_DATASETS = ("cifar10", "cifar100", "stl10", "imagenet", "imagenet100", "custom")
 SMALL_IMAGE_DATASETS = ("cifar10", "cifar100")
 TORCHVISION_DATASETS = ("cifar10", "cifar100", "stl10")
 #: image_folder: solo-learn's torchvision loader; dali: NVIDIA DALI; memory: decoded once into
-#: a uint8 tensor on the training device, views cut there (mvssl_plugin.data.memory)
+#: a uint8 tensor on the training device, views cut there (mvssl_plugin.data.inmemory)
 SUPPORTED_FORMATS = ("image_folder", "h5", "dali", "memory")
 #: formats that read an ImageFolder tree file by file (the torchvision archive will not do)
 FOLDER_FORMATS = ("image_folder", "dali", "memory")
@@ -101,7 +103,7 @@ def check_dali(cfg: DictConfig) -> None:
     require(cfg, "dali.num_threads", count, "must be an integer >= 1 (or null for data.num_workers)")
 
 
-def check_memory(cfg: DictConfig) -> None:
+def check_inmemory_options(cfg: DictConfig) -> None:
     """``memory.size`` (an integer side, or null to keep the images' own size)."""
     require(cfg, "memory.size", count, "must be an integer >= 1 (pixels per side), or null for the images' size")
     cache = select(cfg, "memory.cache_dir")
@@ -128,7 +130,7 @@ def check_data(cfg: DictConfig) -> None:
     if cfg.data.format == "dali":
         check_dali(cfg)
     elif cfg.data.format == "memory":
-        check_memory(cfg)
+        check_inmemory_options(cfg)
 
 
 def nested_folder_notices(cfg: DictConfig) -> list[str]:
@@ -151,7 +153,7 @@ def nested_folder_notices(cfg: DictConfig) -> list[str]:
 
 def class_match_notices(cfg: DictConfig) -> list[str]:
     """Validation classes are matched to the training classes by folder name (the datasets
-    are relabelled so in :func:`mvssl_plugin.data.folders.label_by_name`); checked here on the
+    are relabelled so in :func:`mvssl_plugin.data.datasets.label_by_name`); checked here on the
     folder names alone, before anything is built: names the training tree lacks stop the run
     (ConfigError), a subset of the training classes is said once."""
     train, val = select(cfg, "data.train_path"), select(cfg, "data.val_path")

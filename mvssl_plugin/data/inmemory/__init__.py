@@ -52,19 +52,19 @@ This package re-exports its public API; private helpers and module constants are
 re-exported: patch them (tests) in the module that looks them up.
 """
 
-from mvssl_plugin.data.memory.augment import BatchAugment, seeded_views, step_seed
-from mvssl_plugin.data.memory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
-from mvssl_plugin.data.memory.color import ColorJitterPerImage, shift_hue
-from mvssl_plugin.data.memory.crop import CropMatrices, resize_matrix
-from mvssl_plugin.data.memory.eval_loaders import (
+from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
+from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
+from mvssl_plugin.data.inmemory.color import ColorJitterPerImage, shift_hue
+from mvssl_plugin.data.inmemory.crop import CropMatrices, resize_matrix
+from mvssl_plugin.data.inmemory.eval_loaders import (
     MemoryEvalLoader,
     eval_recipe,
     probe_memory_loaders,
     probe_recipes,
     val_memory_loader,
 )
-from mvssl_plugin.data.memory.loader import MemoryMultiViewLoader
-from mvssl_plugin.data.memory.pretrain import pretrain_memory_loader
+from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
+from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
 
 __all__ = [
     "BatchAugment",
