@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from mvssl_plugin.config.augmentations import hide_crop_counts, restore_crop_counts, views_to_crops
+from mvssl_plugin.config.views import HIDDEN_CROPS, hide_crop_counts, restore_crop_counts, views_to_crops
 from tests.helpers import REPO, make_image_folder
 
 SOLO = REPO.parent / "shared" / "solo-learn"
@@ -107,7 +107,7 @@ def test_solo_main_pretrain_runs_mabt_from_its_own_barlow_yaml(solo_tree, solo_m
     """lamb: auto resolved by our method; the crop counts as trained, no bookkeeping key left."""
     saved = args_json(solo_tree, "runs_barlow")
     assert saved["method"] == "mabt" and saved["data"]["num_large_crops"] == 3
-    assert isinstance(saved["method_kwargs"]["lamb"], float) and "mvssl_crop_counts" not in saved["data"]
+    assert isinstance(saved["method_kwargs"]["lamb"], float) and HIDDEN_CROPS not in saved["data"]
 
 
 @NEEDS_SOLO_TREE
@@ -285,7 +285,7 @@ def test_views_spread_over_solo_pipelines_and_crop_counts_round_trip():
     hide_crop_counts(cfg)
     assert cfg.data.num_large_crops == 2
     restore_crop_counts(cfg)
-    assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (5, 2) and "mvssl_crop_counts" not in cfg.data
+    assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (5, 2) and HIDDEN_CROPS not in cfg.data
 
 
 def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):

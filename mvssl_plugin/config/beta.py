@@ -14,8 +14,8 @@ from typing import Any, Dict, Optional
 from omegaconf import DictConfig
 
 from mvssl_plugin import beta_rule
-from mvssl_plugin.config.augmentations import count_views
 from mvssl_plugin.config.values import AUTO, is_number, select
+from mvssl_plugin.config.views import count_views
 from mvssl_plugin.errors import ConfigError
 
 

@@ -5,6 +5,7 @@ solo-learn's built-in methods run through it unchanged."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Tuple
 
 from omegaconf import DictConfig
@@ -33,8 +34,9 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     # solo-learn's parser keeps its own DALI path to ImageNet folders; ours reads any tree
     data_format = cfg.data.format
     cfg.data.format = solo_data_format(data_format)
-    # solo-learn's own parser (unwrapped: the autoregister hook's view handling is for its scripts)
-    cfg = getattr(parse_cfg, "__wrapped__", parse_cfg)(cfg)
+    # solo-learn's own parser, unwrapped: the views were checked above (the bridge's wrapper,
+    # mvssl_plugin_autoregister, is for solo-learn's scripts)
+    cfg = inspect.unwrap(parse_cfg)(cfg)
     cfg.data.format = data_format
     if select(cfg, "method_kwargs.view_parallel", False):
         # solo-learn scales lr by batch x processes / 256, but here every process holds
