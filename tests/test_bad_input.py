@@ -127,6 +127,7 @@ def pretrain_args(data: dict, out: Path, **extra) -> list[str]:
     return ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data_format", FORMATS)
 def test_bad_training_files_stop_the_run_before_training(data_format, tiny_cifar, tmp_path):
     train = copy_tree(tiny_cifar["train"], tmp_path / "train")
@@ -143,6 +144,7 @@ def test_bad_training_files_stop_the_run_before_training(data_format, tiny_cifar
     assert not (tmp_path / "runs").exists(), "found before any run folder is made"
 
 
+@pytest.mark.slow
 def test_skip_bad_files_nested_folders_and_unknown_keys_are_said_and_the_run_trains(tiny_cifar, tmp_path):
     train = copy_tree(tiny_cifar["train"], tmp_path / "train")
     bad_files(train / "class_0")
@@ -162,6 +164,7 @@ def test_skip_bad_files_nested_folders_and_unknown_keys_are_said_and_the_run_tra
     assert "optimizer.lr_ (did you mean optimizer.lr?)" in out
 
 
+@pytest.mark.slow
 def test_decode_failure_at_first_read_names_the_file(tiny_cifar, tmp_path):
     """A file whose header passes the scan fails in a loader worker: the worker's DataError
     comes back to the main process and is printed as its own one line (exit 4)."""
@@ -174,6 +177,7 @@ def test_decode_failure_at_first_read_names_the_file(tiny_cifar, tmp_path):
     assert read_json(run_dir / RUN_LOG)["launches"][0]["status"] == "failed: DataError"
 
 
+@pytest.mark.slow
 def test_unbatchable_validation_image(tiny_cifar, tmp_path):
     """CIFAR's validation transform does not resize: an image of another size is named."""
     test = copy_tree(tiny_cifar["test"], tmp_path / "test")
@@ -204,6 +208,7 @@ def linear_args(data: dict, out: Path, checkpoint: Path | str) -> list[str]:
     return ["--config-name", "linear_cifar.yaml", f"pretrained_feature_extractor={checkpoint}", *overrides]
 
 
+@pytest.mark.slow
 def test_linear_evaluation_scans_its_data(pretrained, tiny_cifar, tmp_path):
     train = copy_tree(tiny_cifar["train"], tmp_path / "train")
     (empty,) = bad_files(train / "class_2")[:1]
@@ -214,6 +219,7 @@ def test_linear_evaluation_scans_its_data(pretrained, tiny_cifar, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_truncated_only_checkpoint_is_skipped_and_a_new_run_starts(pretrained, tiny_cifar, tmp_path):
     run_dir = shutil.copytree(pretrained, tmp_path / "mabt" / pretrained.name)
     (ckpt,) = run_dir.glob("*.ckpt")
@@ -233,6 +239,7 @@ def test_truncated_only_checkpoint_is_skipped_and_a_new_run_starts(pretrained, t
     assert [is_complete_checkpoint(p) for p in new_dir.glob("*.ckpt")] == [True]
 
 
+@pytest.mark.slow
 def test_killed_launch_is_listed_as_running_and_the_resume_is_a_second_entry(tmp_path):
     root = tmp_path / "data"
     data = {
@@ -257,6 +264,7 @@ def test_killed_launch_is_listed_as_running_and_the_resume_is_a_second_entry(tmp
 # ------------------------------------------------------------------ evaluation entry points
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", ["file", "empty folder"])
 def test_evaluations_on_a_non_checkpoint_say_so_in_one_line(what, tiny_cifar, tmp_path):
     if what == "file":
@@ -277,6 +285,7 @@ def test_evaluations_on_a_non_checkpoint_say_so_in_one_line(what, tiny_cifar, tm
 # ------------------------------------------------------------------------------- memory
 
 
+@pytest.mark.slow
 def test_memory_check_names_the_batch_and_views_that_fit(tiny_cifar, tmp_path):
     args = pretrain_args(tiny_cifar, tmp_path / "runs", **{"optimizer.batch_size": 100_000})
     line = assert_one_line(run_entry("main_pretrain.py", args, tmp_path), 2, "optimizer.batch_size=100000 with")
@@ -322,6 +331,7 @@ def test_cpu_recipes_fit_this_machine_and_absurd_ones_do_not():
 TINY = ["backbone.name=narrow_resnet18", "+backbone.kwargs.width=8", "optimizer.batch_size=8"]
 
 
+@pytest.mark.slow
 def test_estimate_is_close_to_a_measured_peak(tiny_cifar, tmp_path):
     """Peak RSS of two training steps in a child process (os.wait4) against the estimate
     (calibrated within -6%..+5% on 11 settings: benchmarks/bench_peak_ram.py)."""
@@ -375,6 +385,7 @@ def test_every_key_the_plugin_reads_is_known():
     assert set(PLUGIN_KEYS) <= known
 
 
+@pytest.mark.slow
 def test_typos_warn_with_the_nearest_key_and_strict_keys_stops(tiny_cifar, tmp_path):
     from mvssl_plugin.registry import register
 
@@ -414,6 +425,7 @@ def test_a_worker_traceback_is_printed_as_its_original_line(capsys):
     assert capsys.readouterr().err == "mvssl data error: cannot read image a.jpg (OSError: x): fix\n"
 
 
+@pytest.mark.slow
 def test_run_json_is_written_at_start(pretrained):
     (launch,) = json.loads((pretrained / RUN_LOG).read_text())["launches"]
     assert launch["status"] == "finished" and launch["command"]

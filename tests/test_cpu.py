@@ -19,6 +19,7 @@ def pretrain(data: dict, out, env=None, **extra):
     return run_entry("main_pretrain.py", args, out, env=env)
 
 
+@pytest.mark.slow
 def test_a_width_4_backbone_trains_contiguous_where_channels_last_would_corrupt_memory(tiny_cifar, tmp_path):
     """Width 4 channels-last aborts with "double free or corruption" on its first backward
     under AVX2-only oneDNN; the run goes contiguous, says so, and records it."""
@@ -30,6 +31,7 @@ def test_a_width_4_backbone_trains_contiguous_where_channels_last_would_corrupt_
     assert read_json(run_dir / ARGS)["performance"]["disable_channel_last"] is True
 
 
+@pytest.mark.slow
 def test_the_tests_width_trains_channels_last_on_avx2(tiny_cifar, tmp_path):
     result = pretrain(tiny_cifar, tmp_path, env=AVX2_ONLY)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
@@ -52,6 +54,7 @@ def test_plan_cpu_threads(cores, processes, workers, expected):
     assert plan_cpu_threads(cores, processes, workers) == expected
 
 
+@pytest.mark.slow
 def test_a_cpu_run_chooses_its_threads_and_caps_its_workers(tiny_cifar, tmp_path):
     workers = usable_cores() + 2
     result = pretrain(tiny_cifar, tmp_path, env={"OMP_NUM_THREADS": None}, **{"data.num_workers": workers})
@@ -63,6 +66,7 @@ def test_a_cpu_run_chooses_its_threads_and_caps_its_workers(tiny_cifar, tmp_path
     assert (args["performance"]["cpu_threads"], args["data"]["num_workers"]) == (threads, capped)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra, env, wait",
     [
@@ -78,6 +82,7 @@ def test_openmp_threads_sleep_where_loader_workers_share_the_cores(extra, env, w
     assert f"(OpenMP wait {wait})" in hardware, hardware
 
 
+@pytest.mark.slow
 def test_omp_num_threads_and_the_key_win_over_the_rule(tiny_cifar, tmp_path):
     result = pretrain(tiny_cifar, tmp_path / "a", env={"OMP_NUM_THREADS": "1"}, **{"data.num_workers": 0})
     assert result.returncode == 0, result.stderr[-3000:]

@@ -143,6 +143,7 @@ def test_fraction_takes_the_torchvision_paths_files(tmp_path):
     assert len(seen) == 16 and set(seen) <= set(range(20))  # 2 full batches of 8, drop_last
 
 
+@pytest.mark.slow
 def test_mabt_recipe_with_dali_pretrains_through_the_entry_point(tiny_cifar, tmp_path):
     overrides = tiny_overrides(tiny_cifar, tmp_path, **{"data.format": "dali", "max_epochs": 2})
     result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *overrides], cwd=tmp_path)
@@ -180,6 +181,7 @@ def write_bad_file(folder: Path, kind: str) -> Path:
     return target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["garbage", "truncated"])
 def test_corrupt_file_is_named_and_the_run_exits(kind, tmp_path):
     train = make_image_folder(tmp_path / "train", per_class=8)

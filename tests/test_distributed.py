@@ -19,6 +19,9 @@ from helpers import NEEDS_DALI
 
 from mvssl_plugin.losses import mmcr_loss, multiview_barlow_loss, multiview_vicreg_loss
 
+#: every test here starts a subprocess (an entry point, solo-learn's script, DDP workers)
+pytestmark = pytest.mark.slow
+
 
 def _mmcr(z: torch.Tensor, redundancy: str) -> torch.Tensor:
     """MMCR has no redundancy modes: its local term stands in for the second case."""

@@ -31,6 +31,7 @@ def pretrained(tiny_cifar, tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.mark.slow
 def test_pretrain_prints_the_start_block_once(pretrained):
     stdout = (pretrained.parents[1] / "stdout.txt").read_text()
     assert stdout.count("mvssl run:") == 1
@@ -45,6 +46,7 @@ def test_pretrain_prints_the_start_block_once(pretrained):
     assert args["run_summary"]["views"] == "4 x 32 px"  # the same facts stay in args.json
 
 
+@pytest.mark.slow
 def test_pretrain_writes_solo_learns_layout(pretrained):
     (ckpt,) = pretrained.glob("*.ckpt")
     assert ckpt.name.startswith("mabt-cifar10-4views-d16-offline-") and ckpt.name.endswith("-ep=0.ckpt")
@@ -58,6 +60,7 @@ def test_pretrain_writes_solo_learns_layout(pretrained):
     assert "projector.6.weight" in state and state["projector.6.weight"].shape == (16, 16)
 
 
+@pytest.mark.slow
 def test_linear_evaluation_loads_the_checkpoint(pretrained, tiny_cifar, tmp_path):
     args = [
         "--config-name",
@@ -77,6 +80,7 @@ def test_linear_evaluation_loads_the_checkpoint(pretrained, tiny_cifar, tmp_path
         torch.testing.assert_close(lin[key], pre[key])
 
 
+@pytest.mark.slow
 def test_linear_rejects_a_mismatched_backbone(pretrained, tiny_cifar, tmp_path):
     overrides = [o for o in tiny_overrides(tiny_cifar, tmp_path) if o.startswith("data.")]
     cfg = compose_recipe(
@@ -130,6 +134,7 @@ def test_mavicreg_multicrop_fraction_knn_and_wandb_offline(tiny_cifar, tmp_path,
     assert args["method_kwargs"]["cov_loss_weight"] == pytest.approx(25 * 10.6 / 16)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["main_pretrain.py", "mvssl-pretrain"])
 def test_config_name_resolves_without_config_path(command, tmp_path):
     """From any folder, through the script or the installed console command."""
@@ -144,6 +149,7 @@ def test_config_name_resolves_without_config_path(command, tmp_path):
     assert "method: mabt" in result.stdout and "num_crops: 4" in result.stdout
 
 
+@pytest.mark.slow
 def test_solo_style_relative_config_path_works(tmp_path):
     """solo-learn's habit, ``--config-path`` relative to the current folder, still works."""
     args = [
@@ -180,6 +186,7 @@ def test_every_linear_recipe_composes(recipe):
     assert cfg.data.val_path and cfg.backbone.name and cfg.optimizer.name == "sgd"
 
 
+@pytest.mark.slow
 def test_a_two_view_builtin_on_a_multi_view_recipe_stops_before_building(tiny_cifar, tmp_path):
     args = ["--config-name", "mabt_cifar.yaml", "method=barlow_twins", *tiny_overrides(tiny_cifar, tmp_path / "runs")]
     result = run_entry("main_pretrain.py", args, cwd=tmp_path)
@@ -202,6 +209,7 @@ def test_a_builtin_method_gets_none_of_the_plugins_keys(tiny_cifar, tmp_path):
     assert kwargs["lamb"] == pytest.approx(3.3 / 16) and kwargs["beta_rule"] == "auto: 3.3/16"
 
 
+@pytest.mark.slow
 def test_run_json_re_runs_a_multirun_job_exactly(tiny_cifar, tmp_path):
     """Each multirun job records its own command; running it again gives the same config."""
     args = ["--config-name", "mabt_cifar.yaml", "-m", "method_kwargs.proj_output_dim=8,12"]

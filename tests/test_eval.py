@@ -95,6 +95,7 @@ def runs(tiny_cifar, tmp_path_factory) -> dict:
     return {"root": root, "mabt": mabt, "mabt_stdout": stdout, "barlow_twins": solo_bt}
 
 
+@pytest.mark.slow
 def test_metrics_csv_holds_every_epoch_with_clock_and_effective_rank(runs):
     rows = read_rows(runs["mabt"] / "metrics.csv")
     assert [int(r["epoch"]) for r in rows] == [0, 1]
@@ -110,6 +111,7 @@ def test_metrics_csv_holds_every_epoch_with_clock_and_effective_rank(runs):
     assert summary and f"train_barlow_loss={float(rows[1]['train_barlow_loss']):.4g}" in summary[0]
 
 
+@pytest.mark.slow
 def test_time_to_accuracy_records_the_first_epoch_past_each_target(runs):
     rows = read_rows(runs["mabt"] / "time_to_accuracy.csv")
     reached_10 = [r for r in rows if r["metric"] == "val_acc5" and float(r["target"]) == 10]
@@ -120,6 +122,7 @@ def test_time_to_accuracy_records_the_first_epoch_past_each_target(runs):
     assert "mvssl: val_acc5 reached 10 at epoch 0" in runs["mabt_stdout"]
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_carries_the_tags(runs):
     (wandb_file,) = (runs["root"] / "a").glob("wandb/offline-run-*/run-*.wandb")
     content = wandb_file.read_bytes()
@@ -127,6 +130,7 @@ def test_wandb_offline_run_carries_the_tags(runs):
         assert tag in content
 
 
+@pytest.mark.slow
 def test_offline_knn_on_the_cpu_with_solo_learns_flags(runs, tiny_cifar, tmp_path):
     args = [
         "--pretrained_checkpoint_dir", str(runs["mabt"]),
@@ -151,6 +155,7 @@ def test_offline_knn_on_the_cpu_with_solo_learns_flags(runs, tiny_cifar, tmp_pat
             assert float(row["acc1"]) == 100.0, row
 
 
+@pytest.mark.slow
 def test_knn_reports_bad_input_in_one_line(runs, tmp_path):
     result = run_entry(
         "main_knn.py",
@@ -161,6 +166,7 @@ def test_knn_reports_bad_input_in_one_line(runs, tmp_path):
     assert result.returncode == 2 and "holds no complete .ckpt" in result.stderr
 
 
+@pytest.mark.slow
 def test_fast_probe_through_main_linear(runs, tiny_cifar, tmp_path):
     overrides = tiny_overrides(
         tiny_cifar,
@@ -178,6 +184,7 @@ def test_fast_probe_through_main_linear(runs, tiny_cifar, tmp_path):
     assert "mvssl probe: top-1" in result.stdout
 
 
+@pytest.mark.slow
 def test_fast_probe_reads_the_memory_format(runs, tiny_cifar, tmp_path):
     """data.format=memory: the same files, decoded once (the cache beside each data path)
     and transformed as solo-learn's linear-eval transforms do, on the probe's device."""
@@ -200,6 +207,7 @@ def test_fast_probe_reads_the_memory_format(runs, tiny_cifar, tmp_path):
     assert "reads its images with torchvision" not in result.stdout
 
 
+@pytest.mark.slow
 def test_probe_rejects_bad_keys(runs, tiny_cifar, tmp_path):
     overrides = tiny_overrides(
         tiny_cifar, tmp_path, pretrained_feature_extractor=str(runs["mabt"]), **{"probe.epochs": 0}
@@ -209,6 +217,7 @@ def test_probe_rejects_bad_keys(runs, tiny_cifar, tmp_path):
     assert result.returncode == 2 and "probe.epochs=0" in result.stderr
 
 
+@pytest.mark.slow
 def test_compare_writes_table_and_plots_from_local_logs(runs, tmp_path):
     out = tmp_path / "cmp"
     result = run_entry(
@@ -227,6 +236,7 @@ def test_compare_writes_table_and_plots_from_local_logs(runs, tmp_path):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_compare_names_what_is_missing(runs, tmp_path):
     empty = run_entry("main_compare.py", [str(tmp_path)], cwd=tmp_path)
     assert empty.returncode == 2 and "no pretraining run folders" in empty.stderr

@@ -223,6 +223,7 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_two_processes_compute_the_loss_of_the_global_batch(tmp_path):
     """Every process holds the global loss; each shard's gradient / world size is the one-process gradient."""
     mp.spawn(_worker, args=(str(tmp_path / "init"), str(tmp_path)), nprocs=WORLD, join=True)

@@ -165,6 +165,7 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
             assert "checkpoint.dir={out}" in tokens and "auto_resume.enabled=true" in tokens, (path.name, name)
 
 
+@pytest.mark.slow
 def test_budget_cuts_a_run_and_the_next_call_resumes_it(tmp_path: Path) -> None:
     # "slow" works on its second attempt (a marker left in its folder by the first stands for a checkpoint)
     # and ignores SIGINT, so the runner has to go on to SIGTERM
@@ -222,6 +223,7 @@ def test_budget_cuts_a_run_and_the_next_call_resumes_it(tmp_path: Path) -> None:
     assert fourth.returncode == 1
 
 
+@pytest.mark.slow
 def test_dry_run_end_to_end(tmp_path: Path) -> None:
     prefix, out = tmp_path / "prefix", tmp_path / "out"
     done = run_runner("--dry-run", "--prefix", str(prefix), "--out", str(out), "--budget-s", "150")

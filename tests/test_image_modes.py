@@ -259,6 +259,7 @@ def test_without_a_shared_size_the_median_shorter_side_is_stored(tmp_path, monke
     assert memory_cache._stored_shape(files, 16)[:2] == ((16, 16), 4)
 
 
+@pytest.mark.slow
 def test_memory_entry_point_stores_the_bulk_size(tmp_path):
     """CIFAR-sized images and one large one: the run says it resized one, the cache is 32 px."""
     train = make_image_folder(tmp_path / "data" / "train", per_class=8)
@@ -276,6 +277,7 @@ def test_memory_entry_point_stores_the_bulk_size(tmp_path):
     assert max(caches) - memory_bytes_needed(25, 32, 32) in range(1, 129)
 
 
+@pytest.mark.slow
 @NEEDS_DALI
 def test_dali_entry_point_trains_on_16_bit_and_tiff_images(mode_tree, tmp_path):
     args = tiny_overrides(

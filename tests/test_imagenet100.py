@@ -18,6 +18,9 @@ from helpers import NEEDS_DALI, REPO, assert_one_line, run_entry
 
 from mvssl_plugin.data.imagenet100_classes import IMAGENET100_CLASSES
 
+#: every test here starts a subprocess (an entry point, solo-learn's script, DDP workers)
+pytestmark = pytest.mark.slow
+
 #: classes of ImageNet-1k outside ImageNet-100, in every generated tree
 OTHER_CLASSES = ("n01440764", "n01443537", "n15075141")
 SIZES = ((40, 32), (64, 48), (56, 72), (48, 48))

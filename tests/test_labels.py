@@ -204,6 +204,7 @@ def pretrained(tmp_path_factory) -> dict:
     return {"out": out, "run": run_dir}
 
 
+@pytest.mark.slow
 def test_pretraining_on_a_subset_of_classes_and_a_symlink_loop(pretrained):
     out = pretrained["out"]
     assert said(out, "data.val_path has 2 of the 3 classes of data.train_path (none of ['class_0'])") == 1
@@ -215,6 +216,7 @@ def test_pretraining_on_a_subset_of_classes_and_a_symlink_loop(pretrained):
     assert re.search(r"mvssl: epoch 0 val_acc1=", out)
 
 
+@pytest.mark.slow
 def test_pretraining_stops_on_a_validation_class_the_training_set_lacks(tmp_path):
     data = rename_class(trees(tmp_path), "class_2", "class_9")
     result = run_entry("main_pretrain.py", pretrain_args(data, tmp_path / "runs"), tmp_path)
@@ -228,6 +230,7 @@ def test_pretraining_stops_on_a_validation_class_the_training_set_lacks(tmp_path
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recipe", ["linear_cifar.yaml", "probe_cifar.yaml"])
 def test_evaluations_stop_on_a_validation_class_the_training_set_lacks(recipe, pretrained, tmp_path):
     data = rename_class(trees(tmp_path), "class_0", "airplane")
@@ -237,12 +240,14 @@ def test_evaluations_stop_on_a_validation_class_the_training_set_lacks(recipe, p
     assert not (tmp_path / "linear").exists()
 
 
+@pytest.mark.slow
 def test_knn_stops_on_a_validation_class_the_training_set_lacks(pretrained, tmp_path):
     data = rename_class(trees(tmp_path), "class_1", "cat")
     result = run_entry("main_knn.py", knn_args(data, pretrained["run"]), tmp_path)
     assert_one_line(result, 2, "--val_data_path: class folder(s) ['cat'] are not classes of --train_data_path")
 
 
+@pytest.mark.slow
 def test_probe_and_knn_on_a_subset_of_classes_with_a_symlink_loop(pretrained, tmp_path):
     """Both sets are read once each (the probe reads the test set twice, plain and
     augmented); a loop in the test set is dropped with one notice."""
@@ -260,6 +265,7 @@ def test_probe_and_knn_on_a_subset_of_classes_with_a_symlink_loop(pretrained, tm
     assert report["test_images"] == 8 and report["train_images"] == 24
 
 
+@pytest.mark.slow
 def test_linear_evaluation_on_a_subset_of_classes(pretrained, tmp_path):
     data = drop_class(trees(tmp_path), "class_2")
     run = shutil.copytree(pretrained["run"], tmp_path / "run")
@@ -270,6 +276,7 @@ def test_linear_evaluation_on_a_subset_of_classes(pretrained, tmp_path):
     assert said(out, "data.val_path has 2 of the 3 classes of data.train_path (none of ['class_2'])") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data_format", [pytest.param("dali", marks=NEEDS_DALI), "memory"])
 def test_symlink_loop_counted_once_in_every_format(data_format, tmp_path):
     data = trees(tmp_path)

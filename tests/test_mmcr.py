@@ -72,6 +72,7 @@ def mmcr_run(tiny_cifar, tmp_path_factory):
     return out, run_dir, result.stdout
 
 
+@pytest.mark.slow
 def test_mmcr_pretrains_through_the_entry_point_with_its_tags(mmcr_run):
     out, run_dir, stdout = mmcr_run
     assert "mmcr (projector solo)" in stdout and "orthogonality  -" in stdout
@@ -83,6 +84,7 @@ def test_mmcr_pretrains_through_the_entry_point_with_its_tags(mmcr_run):
     assert b"method:mmcr" in wandb_file.read_bytes() and b"views:4" in wandb_file.read_bytes()
 
 
+@pytest.mark.slow
 def test_knn_probe_and_compare_read_an_mmcr_run(mmcr_run, tiny_cifar, tmp_path):
     out, run_dir, _ = mmcr_run
     knn = ["--pretrained_checkpoint_dir", str(run_dir), "--dataset", "cifar10", "--num_workers", "0", "--k", "3"]
@@ -100,12 +102,14 @@ def test_knn_probe_and_compare_read_an_mmcr_run(mmcr_run, tiny_cifar, tmp_path):
     assert "mmcr" in (tmp_path / "cmp" / "comparison.csv").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data_format", ["memory", pytest.param("dali", marks=NEEDS_DALI)])
 def test_mmcr_trains_on_the_other_data_formats(data_format, tiny_cifar, tmp_path):
     result = pretrain(tiny_cifar, tmp_path, **{"data.format": data_format})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_mmcr_view_parallel_on_two_cpu_processes(tiny_cifar, tmp_path):
     extra = {"strategy": "ddp", "devices": 2, "method_kwargs.view_parallel": True, "data.format": "memory"}
     result = pretrain(tiny_cifar, tmp_path, **extra)

@@ -17,6 +17,9 @@ from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.runs import is_complete_checkpoint
 from mvssl_plugin.train.checkpoints import find_resumable
 
+#: every test here starts a subprocess (an entry point, solo-learn's script, DDP workers)
+pytestmark = pytest.mark.slow
+
 MAX_EPOCHS = 6
 
 

@@ -58,6 +58,7 @@ def run_copy(finished, tmp_path) -> tuple[Path, Path]:
     return out, run_dir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "override, key",
     [("method_kwargs.lamb=0.5", "method_kwargs.lamb"), ("method_kwargs.proj_hidden_dim=64", "proj_hidden_dim")],
@@ -72,6 +73,7 @@ def test_a_relaunch_with_other_settings_stops_and_touches_nothing(override, key,
     assert [p.name for p in (out / "mabt").iterdir()] == [run_dir.name]  # no new run either
 
 
+@pytest.mark.slow
 def test_accept_changes_continues_that_run_with_the_new_settings(tiny_cifar, run_copy):
     out, run_dir = run_copy
     args = command(tiny_cifar, out, max_epochs=2) + ["method_kwargs.lamb=0.5", "auto_resume.accept_changes=true"]
@@ -91,6 +93,7 @@ def test_accept_changes_continues_that_run_with_the_new_settings(tiny_cifar, run
     assert read_json(out2 / "mabt" / run_dir.name / ARGS)["method_kwargs"]["lamb"] == 0.5
 
 
+@pytest.mark.slow
 def test_a_run_locked_by_a_live_process_is_not_joined_and_a_stale_lock_is_replaced(tiny_cifar, run_copy):
     out, run_dir = run_copy
     before = snapshot(run_dir)
@@ -151,6 +154,7 @@ def test_the_holder_refreshes_its_lock_until_it_gives_it_back(tmp_path, monkeypa
     assert not lock.exists() and not runs._heartbeats
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_leaves_a_resumable_checkpoint_and_a_non_zero_exit(signum, status, tmp_path):
     data = {
@@ -222,6 +226,7 @@ def _file_size_limit(limit: int):
     return apply
 
 
+@pytest.mark.slow
 def test_a_failed_checkpoint_write_names_the_path_and_errno(tiny_cifar, tmp_path):
     # 256 KiB: room for args.json, metrics.csv and run.json, not for the checkpoint (~1.5 MB)
     args = command(tiny_cifar, tmp_path)
@@ -233,6 +238,7 @@ def test_a_failed_checkpoint_write_names_the_path_and_errno(tiny_cifar, tmp_path
     assert read_json(run_dir / ARGS)["method"] == "mabt"  # earlier files intact and readable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("broken", [ARGS, RUN_LOG])
 def test_a_corrupt_run_file_is_one_line_naming_it(broken, tiny_cifar, run_copy):
     out, run_dir = run_copy

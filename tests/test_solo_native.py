@@ -102,6 +102,7 @@ def solo_mabt_run(solo_tree) -> Path:
     return args_file.parent
 
 
+@pytest.mark.slow
 @NEEDS_SOLO_TREE
 def test_solo_main_pretrain_runs_mabt_from_its_own_barlow_yaml(solo_tree, solo_mabt_run):
     """lamb: auto resolved by our method; the crop counts as trained, no bookkeeping key left."""
@@ -110,6 +111,7 @@ def test_solo_main_pretrain_runs_mabt_from_its_own_barlow_yaml(solo_tree, solo_m
     assert isinstance(saved["method_kwargs"]["lamb"], float) and HIDDEN_CROPS not in saved["data"]
 
 
+@pytest.mark.slow
 @NEEDS_SOLO_TREE
 @pytest.mark.parametrize("hook", [True, False])
 def test_solo_main_knn_finds_mabt_through_the_hook(solo_tree, solo_mabt_run, hook):
@@ -128,6 +130,7 @@ def test_solo_main_knn_finds_mabt_through_the_hook(solo_tree, solo_mabt_run, hoo
         assert "KeyError: 'mabt'" in result.stderr, result.stderr[-3000:]
 
 
+@pytest.mark.slow
 @NEEDS_SOLO_TREE
 def test_solo_main_linear_evaluates_an_mabt_run_on_the_cpu(solo_tree, solo_mabt_run):
     """solo-learn's own linear evaluation (its imagenet-100 barlow.yaml, CPU keys) on the run's
@@ -151,6 +154,7 @@ def test_solo_main_linear_evaluates_an_mabt_run_on_the_cpu(solo_tree, solo_mabt_
     assert list((solo_tree / "runs_linear").rglob("*.ckpt")), "no linear checkpoint"
 
 
+@pytest.mark.slow
 @NEEDS_SOLO_TREE
 def test_with_the_hook_off_solo_learn_does_not_know_the_method(solo_tree):
     cifar = solo_tree / "solo-learn" / "scripts" / "pretrain" / "cifar"
@@ -161,6 +165,7 @@ def test_with_the_hook_off_solo_learn_does_not_know_the_method(solo_tree):
     assert result.returncode != 0 and "Choose from" in result.stderr and "'mabt'" not in result.stderr
 
 
+@pytest.mark.slow
 @NEEDS_SOLO_TREE
 def test_install_solo_recipes_run_under_solo_main_pretrain(solo_tree):
     """mvssl-recipes install-solo, then solo-learn's own script on a copied recipe (m = 4)."""
@@ -192,6 +197,7 @@ def write_stl10_binary(root: Path, seed: int = 0) -> Path:
     return root
 
 
+@pytest.mark.slow
 @NEEDS_SOLO_TREE
 def test_installed_stl10_recipe_runs_under_solo_main_pretrain(solo_tree):
     """solo-learn has no STL-10 folder: ours ships whole (its 96-px augmentations/ and wandb/), and
@@ -221,6 +227,7 @@ def test_solo_layout_stl10_views_are_the_plugins_own():
     assert strip(OmegaConf.to_container(ours)) == strip(OmegaConf.to_container(solo))
 
 
+@pytest.mark.slow
 def test_install_solo_refuses_a_folder_that_is_not_solo_learn(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "mvssl_plugin.cli.recipes", "install-solo", str(tmp_path)],
@@ -232,6 +239,7 @@ def test_install_solo_refuses_a_folder_that_is_not_solo_learn(tmp_path):
     assert result.stderr.strip().count("\n") == 0 and "is not a solo-learn checkout" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_pth_imports_neither_torch_solo_nor_the_package_and_switches_off(tmp_path):
     shutil.copy(PTH, tmp_path / PTH.name)
     code = (
@@ -249,6 +257,7 @@ def test_the_pth_imports_neither_torch_solo_nor_the_package_and_switches_off(tmp
     assert off.stdout.split() == ["[]", "0"], off.stderr
 
 
+@pytest.mark.slow
 def test_the_pth_is_silent_once_the_package_is_gone(tmp_path):
     """An editable checkout deleted (or the package removed) leaves the .pth behind: every
     Python start in the environment must still start cleanly, without a traceback."""
@@ -259,6 +268,7 @@ def test_the_pth_is_silent_once_the_package_is_gone(tmp_path):
     assert (result.returncode, result.stdout, result.stderr) == (0, "started\n", "")
 
 
+@pytest.mark.slow
 def test_importing_the_plugins_methods_first_registers_them_without_a_hang(tmp_path):
     """main_compare.py imports the plugin's methods, which import solo-learn half-way through:
     the hook waits until they are loaded, then registers (it once looped here forever)."""
@@ -288,6 +298,7 @@ def test_views_spread_over_solo_pipelines_and_crop_counts_round_trip():
     assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (5, 2) and HIDDEN_CROPS not in cfg.data
 
 
+@pytest.mark.slow
 def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
     """The wheel alone: recipes as package data, found from a folder outside the checkout."""
     wheels = tmp_path / "wheels"
