@@ -160,7 +160,7 @@ def test_solo_style_relative_config_path_works(tmp_path):
         "--cfg",
         "job",
     ]
-    result = run_entry("main_pretrain.py", args, cwd=Path(__file__).resolve().parents[1])
+    result = run_entry("main_pretrain.py", args, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "dataset: cifar100" in result.stdout and "method: mavicreg" in result.stdout
 

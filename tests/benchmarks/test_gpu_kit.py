@@ -14,8 +14,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "benchmarks" / "gpu"
 sys.path.insert(0, str(KIT))
 

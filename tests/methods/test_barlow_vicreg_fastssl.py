@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fastssl_release import ref_barlow_twins, ref_vicreg
 from helpers import tiny_overrides
-from test_fastssl_reference import ref_barlow_twins, ref_vicreg
 
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.train.pretrain import build_pretrain_model

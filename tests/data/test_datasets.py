@@ -1,6 +1,6 @@
-"""Validation labels by class name, and files reached twice (issue 18, items 4 and 6), through
-the entry points a user runs: main_pretrain.py (online validation), main_linear.py (solo-learn's
-linear evaluation and the fast probe) and main_knn.py."""
+"""Validation labels by class name (data/datasets.py relabels by folder name), through the entry
+points a user runs: main_pretrain.py (online validation), main_linear.py (solo-learn's linear
+evaluation and the fast probe) and main_knn.py."""
 
 from __future__ import annotations
 
@@ -15,10 +15,6 @@ import pytest
 from helpers import NEEDS_DALI, assert_one_line, make_image_folder, run_entry, tiny_overrides
 from omegaconf import OmegaConf
 
-from mvssl_plugin.data.imagefolder import first_of_each_file, match_classes, nested_class_folders
-from mvssl_plugin.errors import ConfigError
-
-#: width 8: narrower channels-last nets crash oneDNN's CPU convolution on AVX2 machines
 SAFE = {"+backbone.kwargs.width": 8}
 
 
@@ -82,26 +78,6 @@ def said(out: str, fragment: str) -> int:
     return sum(1 for line in out.splitlines() if line.startswith("mvssl: ") and fragment in line)
 
 
-# -------------------------------------------------------------------------------- unit level
-
-
-def test_match_classes_by_name():
-    train = ["bird", "cat", "dog"]
-    assert match_classes(train, train) == ({"bird": 0, "cat": 1, "dog": 2}, None)
-    index, notice = match_classes(train, ["cat", "dog"])
-    assert index == {"cat": 1, "dog": 2}  # the training indices, not 0 and 1
-    assert notice.startswith("data.val_path has 2 of the 3 classes of data.train_path (none of ['bird'])")
-    with pytest.raises(ConfigError) as err:
-        match_classes(train, ["bird", "kitten", "puppy"], "--train_data_path", "--val_data_path")
-    text = str(err.value)
-    assert "--val_data_path: class folder(s) ['kitten', 'puppy'] are not classes of --train_data_path" in text
-    assert "(its classes: ['bird', 'cat', 'dog'])" in text and "rename those folders" in text
-    many = [f"c{i:03d}" for i in range(100)]
-    with pytest.raises(ConfigError) as err:
-        match_classes(many, ["zebra"])
-    assert "its classes" not in str(err.value)  # a long training list is not printed
-
-
 def test_subset_labels_are_the_training_indices_in_every_dataset(tmp_path):
     """torchvision numbers the validation tree's own sorted folders (class_1 -> 0): after
     relabelling, ``samples``, ``targets`` and the memory loader hold the training indices,
@@ -137,27 +113,6 @@ def test_subset_labels_are_the_training_indices_in_every_dataset(tmp_path):
     assert sorted({val_set.targets[i] for i in subset.indices}) == [1, 2]  # stratified on the new labels
 
 
-def test_files_reached_twice_are_kept_once(tmp_path):
-    from mvssl_plugin.data.scan import screen_files
-
-    root = make_image_folder(tmp_path / "train", classes=2, per_class=3)
-    (root / "class_0" / "loop").symlink_to(".", target_is_directory=True)
-    os.symlink(root / "class_0" / "0000.jpg", root / "class_1" / "linked.jpg")
-    assert nested_class_folders(root) == []  # a loop is no sub-folder of images
-    files = [
-        str(root / "class_0" / "0000.jpg"), str(root / "class_0" / "loop" / "0000.jpg"),
-        str(root / "class_0" / "loop" / "loop" / "0000.jpg"), str(root / "class_1" / "0000.jpg"),
-        str(root / "class_1" / "linked.jpg"),
-    ]  # fmt: skip
-    kept, dropped = first_of_each_file(files)
-    assert kept == [files[0], files[3]] and dropped == [files[1], files[2], files[4]]
-    notices = []
-    assert screen_files(files, "data.train_path", skip_bad=False, notify=notices.append) == kept
-    (notice,) = notices
-    assert notice.startswith("data.train_path: 3 of 5 image paths reach a file already listed")
-    assert f"left out under {root / 'class_1'}, {root / 'class_0' / 'loop'} (a symlink loop)" in notice
-
-
 def test_knn_counts_the_classes_of_both_sets():
     """solo-learn's kNN sizes its vote table by the test set's distinct labels: a test set of
     some training classes fails there. The plugin's gives solo-learn's numbers otherwise."""
@@ -183,9 +138,6 @@ def test_knn_counts_the_classes_of_both_sets():
     assert 0 <= float(ours.compute()[0]) <= 100
     with pytest.raises(RuntimeError, match="out of bounds"):
         solos.compute()
-
-
-# ---------------------------------------------------------------------------- entry points
 
 
 @pytest.fixture(scope="module")

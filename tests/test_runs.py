@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_line, make_image_folder, run_entry, tiny_overrides, wait_for
+from helpers import REPO, assert_one_line, make_image_folder, run_entry, tiny_overrides, wait_for
 
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.runs import ARGS, LOCK, METRICS, RUN_LOG, is_complete_checkpoint, read_csv, read_json
@@ -163,7 +163,7 @@ def test_a_signal_leaves_a_resumable_checkpoint_and_a_non_zero_exit(signum, stat
     }
     args = command(data, tmp_path, max_epochs=3)
     run = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parents[1] / "main_pretrain.py"), *args],
+        [sys.executable, str(REPO / "main_pretrain.py"), *args],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
