@@ -1,25 +1,42 @@
-"""Registers the plugin into solo-learn's own scripts, with no import in them.
+"""The bridge to solo-learn's own scripts, in one file: the plugin registered and its view
+count kept, with no import in those scripts.
 
 The installed ``mvssl_plugin_autoregister.pth`` (site-packages, from the wheel or an
 editable install; see setup.py) imports this top-level module at interpreter start and
 calls :func:`install`. It sits outside the ``mvssl_plugin`` package so that starting Python
 imports neither torch, solo-learn nor the package itself (a checkout on ``sys.path`` then
-still provides its own ``mvssl_plugin``); it is standard-library only and does nothing but
-put a finder on ``sys.meta_path`` that watches two module names. When a program first imports
-``solo.methods`` (solo-learn's ``main_pretrain.py``, ``main_linear.py``, ``main_knn.py``,
-``main_umap.py``, its tests), the module is loaded by its own loader and then
-:func:`mvssl_plugin.solo_native.on_import` registers ``mabt``, ``mavicreg`` and the
-plugin's backbones; when it first imports ``solo.args.pretrain``, its ``parse_cfg`` learns
-the plugin's view count. Programs that never import solo-learn see one extra finder that
-answers None. ``MVSSL_PLUGIN_AUTOREGISTER=0`` turns it all off.
+still provides its own ``mvssl_plugin``); at start it is standard-library only and does
+nothing but put a finder on ``sys.meta_path`` that watches two module names, whose loaders
+it wraps so that a hook runs once the module is loaded:
+
+* ``solo.methods`` (solo-learn's ``main_pretrain.py``, ``main_linear.py``, ``main_knn.py``,
+  ``main_umap.py``, its tests): :func:`mvssl_plugin.registry.register` puts the plugin's
+  methods (``mabt``, ``mavicreg``, ``mmcr``) and backbones in solo-learn's tables.
+* ``solo.args.pretrain``: its ``parse_cfg`` is wrapped (:func:`wrap_parse_cfg`), for the
+  plugin's methods only: ``data.num_views`` becomes the pipelines' crops and the crop
+  counts are hidden past ``main_pretrain.py``'s two-crop assert
+  (:mod:`mvssl_plugin.config.views`; the method's config check restores them). The
+  plugin's own entry points check views themselves and call the parser unwrapped
+  (``inspect.unwrap``).
+
+The one deferral: the plugin's methods package imports solo-learn while its own modules are
+half imported, and registering then would import them again. It runs its imports inside
+:func:`hooks_held`, and the hooks fired meanwhile run when it is done.
+
+Programs that never import solo-learn see one extra finder that answers None.
+``MVSSL_PLUGIN_AUTOREGISTER=0`` turns it all off. A hook that fails prints one line and
+never breaks the program that imported solo-learn.
 """
 
+import contextlib
+import functools
 import os
 import sys
 
 ENV = "MVSSL_PLUGIN_AUTOREGISTER"
 WATCHED = ("solo.methods", "solo.args.pretrain")
-_pending = []  # modules whose hook waits for the plugin's own methods to finish importing
+_held = [0]  # depth of hooks_held() blocks
+_pending = []  # (name, module) of hooks fired inside them
 
 
 def enabled():
@@ -63,29 +80,34 @@ class SoloFinder:
         return None
 
 
-def _plugin_importing():
-    """True while one of the plugin's method modules is half imported (it imports solo-learn)."""
-    for key, module in list(sys.modules.items()):
-        if key.startswith("mvssl_plugin.methods") and getattr(
-            getattr(module, "__spec__", None), "_initializing", False
-        ):
-            return True
-    return False
+@contextlib.contextmanager
+def hooks_held():
+    """Holds the hooks fired inside the block and runs them at its end (see the module doc)."""
+    _held[0] += 1
+    try:
+        yield
+    finally:
+        _held[0] -= 1
+        while not _held[0] and _pending:
+            _react(*_pending.pop(0))
 
 
 def run_hook(name, module):
-    """The plugin's reaction to ``name``; deferred while the plugin's methods are half imported."""
-    if _plugin_importing():
+    """The plugin's reaction to ``name`` having been imported; held inside :func:`hooks_held`."""
+    if _held[0]:
         _pending.append((name, module))
-        return
-    _react(name, module)
+    else:
+        _react(name, module)
 
 
 def _react(name, module):
     try:
-        from mvssl_plugin.solo_native import on_import
+        if name == "solo.methods":
+            from mvssl_plugin.registry import register
 
-        on_import(name, module)
+            register()
+        elif name == "solo.args.pretrain" and not hasattr(module.parse_cfg, "__wrapped__"):
+            module.parse_cfg = wrap_parse_cfg(module.parse_cfg)
     except Exception as err:  # never break the program that imported solo-learn
         print(
             f"mvssl-plugin: not registered into solo-learn ({type(err).__name__}: {err}); {ENV}=0 turns this hook off",
@@ -93,12 +115,24 @@ def _react(name, module):
         )
 
 
-def run_pending():
-    """Runs the hooks deferred by :func:`run_hook`. The plugin's methods package calls this as
-    its last line: every method module is imported by then, though the package itself is still
-    initializing, so the hooks run now rather than being deferred again."""
-    while _pending:
-        _react(*_pending.pop(0))
+def wrap_parse_cfg(parse_cfg):
+    """solo-learn's ``parse_cfg``, plus the view count of the plugin's methods (see the module
+    doc); other methods' configs go through untouched."""
+
+    @functools.wraps(parse_cfg)
+    def wrapped(cfg):
+        from mvssl_plugin.config.views import hide_crop_counts, views_to_crops
+        from mvssl_plugin.registry import PLUGIN_METHODS
+
+        ours = cfg.get("method") in PLUGIN_METHODS
+        if ours:
+            views_to_crops(cfg)
+        cfg = parse_cfg(cfg)
+        if ours:
+            hide_crop_counts(cfg)
+        return cfg
+
+    return wrapped
 
 
 def install():

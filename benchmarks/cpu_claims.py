@@ -211,8 +211,8 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
     from lightning.pytorch.callbacks import Callback
     from torchvision.datasets import ImageFolder
 
-    from mvssl_plugin.data.memory.cache import decode_to_uint8, default_cache_dir
-    from mvssl_plugin.data.memory.eval_loaders import MemoryEvalLoader, eval_recipe
+    from mvssl_plugin.data.inmemory.cache import decode_to_uint8, default_cache_dir
+    from mvssl_plugin.data.inmemory.eval_loaders import MemoryEvalLoader, eval_recipe
     from mvssl_plugin.eval.knn import all_classes_knn
     from mvssl_plugin.eval.rank import rankme
     from mvssl_plugin.runs import read_csv, write_csv

@@ -120,7 +120,7 @@ def evaluate(model, cfg) -> dict:
     from solo.data.classification_dataloader import prepare_transforms
     from torch.utils.data import DataLoader
 
-    from mvssl_plugin.data.folders import classification_datasets
+    from mvssl_plugin.data.datasets import classification_datasets
     from mvssl_plugin.eval.features import extract_features
     from mvssl_plugin.eval.knn import knn_grid
     from mvssl_plugin.eval.rank import rankme

@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from mvssl_plugin.objectives import check_objective
+from mvssl_plugin.losses.objectives import check_objective
 
-#: Loss families the rule serves.
-METHODS: tuple[str, ...] = ("barlow_twins", "vicreg")
+#: Loss families the rule serves (``BetaSlot.loss`` in ``config/beta.py``).
+LOSS_FAMILIES: tuple[str, ...] = ("barlow_twins", "vicreg")
 
 # ----------------------------------------------------------------------------- released numbers
 # Source: github.com/kumarkrishna/fastssl at commit 96dfa37be7d46f4814a410affd6269fefab9ec32,
@@ -166,7 +166,7 @@ def multiview_factor(method: str, objective: str, num_views: int) -> float:
         return barlow_multiview_factor(objective, num_views)
     if method == "vicreg":
         return vicreg_multiview_factor(objective, num_views)
-    raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    raise ValueError(f"method must be one of {LOSS_FAMILIES}, got {method!r}")
 
 
 # ----------------------------------------------------------------------------- the rule

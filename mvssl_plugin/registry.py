@@ -1,7 +1,7 @@
 """The one place where the plugin's names map to implementations.
 
 To add a method: write its class in ``methods/`` (its defaults, rules and beta slot live
-there) and add one line to :data:`METHODS`. ``register()`` adds the plugin's entries to
+there) and add one line to :data:`PLUGIN_METHODS`. ``register()`` adds the plugin's entries to
 solo-learn's own tables (``solo.methods.METHODS`` and ``BaseMethod._BACKBONES``), so
 anything in solo-learn that looks a name up, its linear evaluation and auto-resumer
 included, finds them. Entries are import paths, so reading this module imports nothing
@@ -13,18 +13,17 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Dict, Optional, Type
 
-from mvssl_plugin.config.beta import BARLOW_SLOT, VICREG_SLOT, BetaSlot
+from mvssl_plugin.config.beta import SOLO_BETA_SLOTS, BetaSlot
 
-METHODS: Dict[str, str] = {
+#: the plugin's methods (solo-learn's own table is ``solo.methods.METHODS``)
+PLUGIN_METHODS: Dict[str, str] = {
     "mabt": "mvssl_plugin.methods.mabt:MultiAugBarlowTwins",
     "mavicreg": "mvssl_plugin.methods.mavicreg:MultiAugVICReg",
     "mmcr": "mvssl_plugin.methods.mmcr:MultiViewMMCR",
 }
-BACKBONES: Dict[str, str] = {
+PLUGIN_BACKBONES: Dict[str, str] = {
     "narrow_resnet18": "mvssl_plugin.backbones.narrow_resnet:narrow_resnet18",
 }
-#: solo-learn's own methods whose orthogonality weight may be ``auto`` too
-BUILTIN_BETA_SLOTS: Dict[str, BetaSlot] = {"barlow_twins": BARLOW_SLOT, "vicreg": VICREG_SLOT}
 
 SOLO_COMMIT = "9187ea39c2c3f43c455ab06664d2b019a9802954"
 SOLO_INSTALL_HINT = (
@@ -41,27 +40,28 @@ def load(path: str) -> Any:
 
 
 def plugin_methods() -> Dict[str, Type]:
-    return {name: load(path) for name, path in METHODS.items()}
+    return {name: load(path) for name, path in PLUGIN_METHODS.items()}
 
 
 def plugin_backbones() -> Dict[str, Callable]:
-    return {name: load(path) for name, path in BACKBONES.items()}
+    return {name: load(path) for name, path in PLUGIN_BACKBONES.items()}
 
 
 def is_multiview(method: Optional[str]) -> bool:
-    return method in METHODS
+    return method in PLUGIN_METHODS
 
 
 def method_class(method: Optional[str]) -> Optional[Type]:
     """The plugin's class for ``method``; None for solo-learn's own methods."""
-    return load(METHODS[method]) if method in METHODS else None
+    return load(PLUGIN_METHODS[method]) if method in PLUGIN_METHODS else None
 
 
 def beta_slot(method: Optional[str]) -> Optional[BetaSlot]:
-    """Where ``method`` keeps its orthogonality weight; None for methods without one."""
-    if method in METHODS:
+    """Where ``method`` keeps its orthogonality weight (a plugin method's class says, solo-learn's
+    are in :data:`~mvssl_plugin.config.beta.SOLO_BETA_SLOTS`); None for methods without one."""
+    if method in PLUGIN_METHODS:
         return method_class(method).BETA_SLOT
-    return BUILTIN_BETA_SLOTS.get(method)
+    return SOLO_BETA_SLOTS.get(method)
 
 
 def register() -> Dict[str, Type]:

@@ -65,6 +65,7 @@ def test_gpu_requested_without_one(tiny_cifar, tmp_path):
         pretrain(cfg)
 
 
+@pytest.mark.slow
 def test_cli_prints_one_line_and_keeps_earlier_runs(tiny_cifar, tmp_path):
     """A bad second run exits 2 with the key and fix, no traceback, and the first run's
     checkpoint is left exactly as it was."""
@@ -85,6 +86,7 @@ def test_cli_prints_one_line_and_keeps_earlier_runs(tiny_cifar, tmp_path):
     assert list((tmp_path / "mabt").glob("*/*.ckpt")) == [ckpt] and ckpt.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_unknown_recipe_lists_the_available_ones(tmp_path):
     result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar10.yaml"], tmp_path)
     assert result.returncode == 2

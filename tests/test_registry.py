@@ -10,9 +10,9 @@ from solo.methods.base import BaseMethod
 import mvssl_plugin
 from mvssl_plugin.backbones import NarrowResNet18
 from mvssl_plugin.cli.config_name import compose_recipe
-from mvssl_plugin.config import apply_backbone_defaults
+from mvssl_plugin.data.checks import apply_backbone_defaults
 from mvssl_plugin.methods import MultiAugBarlowTwins, MultiAugVICReg
-from mvssl_plugin.registry import BACKBONES, METHODS, register
+from mvssl_plugin.registry import PLUGIN_BACKBONES, PLUGIN_METHODS, register
 
 
 def test_register_adds_methods_and_backbones_idempotently():
@@ -20,7 +20,7 @@ def test_register_adds_methods_and_backbones_idempotently():
     methods = register()
     assert methods is solo.methods.METHODS
     assert methods["mabt"] is MultiAugBarlowTwins and methods["mavicreg"] is MultiAugVICReg
-    assert set(METHODS) <= set(methods) and set(BACKBONES) <= set(BaseMethod._BACKBONES)
+    assert set(PLUGIN_METHODS) <= set(methods) and set(PLUGIN_BACKBONES) <= set(BaseMethod._BACKBONES)
     again = dict(mvssl_plugin.register())
     assert again == dict(solo.methods.METHODS)
     assert {k: v for k, v in again.items() if k in before} == before  # solo-learn's own untouched
@@ -36,7 +36,7 @@ def test_register_refuses_to_replace_someone_elses_method(monkeypatch):
 @pytest.mark.parametrize("recipe,small_input,size", [("mabt_cifar.yaml", True, 32), ("mabt_stl10.yaml", False, 96)])
 def test_narrow_backbone_gets_the_small_image_stem_on_cifar(recipe, small_input, size):
     cfg = compose_recipe(recipe, "pretrain", ["backbone.name=narrow_resnet18"])
-    apply_backbone_defaults(cfg, tuple(BACKBONES))
+    apply_backbone_defaults(cfg, tuple(PLUGIN_BACKBONES))
     assert cfg.backbone.kwargs.small_input is small_input
     net = NarrowResNet18(width=8, small_input=small_input)
     assert net(torch.randn(2, 3, size, size)).shape == (2, 64) and net.num_features == 64

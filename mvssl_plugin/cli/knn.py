@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> List[str]:
     """Checks the flags before anything is loaded; returns notices."""
-    from mvssl_plugin.imagefolder import class_names, is_image_folder_tree, match_classes
+    from mvssl_plugin.data.imagefolder import class_names, is_image_folder_tree, match_classes
 
     if any(k < 1 for k in args.k):
         raise ConfigError(f"--k {args.k}: every k must be >= 1")
@@ -58,7 +58,7 @@ def check_args(args: argparse.Namespace) -> List[str]:
                 raise ConfigError(f"{flag} {path} is not an ImageFolder tree (one sub-folder of images per class)")
     train, val = args.train_data_path, args.val_data_path
     if args.data_format != "h5" and is_image_folder_tree(train) and is_image_folder_tree(val):
-        # the datasets are relabelled by name too (data.folders.label_by_name); said here, early
+        # the datasets are relabelled by name too (data.datasets.label_by_name); said here, early
         _, notice = match_classes(class_names(train), class_names(val), "--train_data_path", "--val_data_path")
         return [notice] if notice else []
     return []

@@ -1,4 +1,6 @@
-"""``auto`` orthogonality weights: where a method keeps beta, and the rule's number put there.
+"""The home of beta in a config: where each method keeps its orthogonality weight, and
+``auto`` resolved into it. The method classes (``BETA_SLOT``, ``add_and_assert_specific_cfg``),
+the checks of solo-learn's own methods, the start block and the comparison all ask here.
 
 The rule itself (beta = c / d and its multi-view factor) is pure math in
 :mod:`mvssl_plugin.beta_rule`; this module reads and writes the config.
@@ -7,13 +9,13 @@ The rule itself (beta = c / d and its multi-view factor) is pure math in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from omegaconf import DictConfig
 
 from mvssl_plugin import beta_rule
-from mvssl_plugin.config.augmentations import count_views
 from mvssl_plugin.config.values import AUTO, is_number, select
+from mvssl_plugin.config.views import count_views
 from mvssl_plugin.errors import ConfigError
 
 
@@ -42,6 +44,9 @@ VICREG_SLOT = BetaSlot(
     relative_to="sim_loss_weight",
     relative_default=25.0,
 )
+#: solo-learn's own methods whose orthogonality weight may be ``auto`` too (the plugin's
+#: methods name theirs in their class, ``BETA_SLOT``)
+SOLO_BETA_SLOTS: Dict[str, BetaSlot] = {"barlow_twins": BARLOW_SLOT, "vicreg": VICREG_SLOT}
 
 
 def beta_of(slot: Optional[BetaSlot], method_kwargs: Any) -> Optional[float]:

@@ -6,7 +6,7 @@ from typing import Any, Optional, Tuple
 
 from omegaconf import DictConfig
 
-from mvssl_plugin.data.folders import (
+from mvssl_plugin.data.datasets import (
     Screen,
     check_batch_fits,
     prepare_pretrain_dataloader,
@@ -33,7 +33,7 @@ def build_pretrain_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> T
             if cfg.debug_augmentations:
                 print("DALI views:", *loader.recipes, sep="\n")
         else:
-            from mvssl_plugin.data.memory.pretrain import pretrain_memory_loader
+            from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
 
             loader = pretrain_memory_loader(cfg, files, targets)
         return loader, len(files)
@@ -54,7 +54,7 @@ def build_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Option
     if val_set is None:
         return None
     if cfg.data.format == "memory":
-        from mvssl_plugin.data.memory.eval_loaders import val_memory_loader
+        from mvssl_plugin.data.inmemory.eval_loaders import val_memory_loader
 
         loader = val_memory_loader(cfg, val_set)
         if loader is not None:

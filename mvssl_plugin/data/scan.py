@@ -169,9 +169,9 @@ def screen_files(
             dropped with a printed count (and, when all are bad, still raises).
 
     A file reached by several paths (a symlink loop, a linked file) is kept at its first
-    path only, with one notice (:func:`~mvssl_plugin.imagefolder.first_of_each_file`).
+    path only, with one notice (:func:`~mvssl_plugin.data.imagefolder.first_of_each_file`).
     """
-    from mvssl_plugin.imagefolder import duplicate_notice, first_of_each_file
+    from mvssl_plugin.data.imagefolder import duplicate_notice, first_of_each_file
 
     unique, dropped = first_of_each_file([str(f) for f in files])
     if dropped:
@@ -216,7 +216,7 @@ class CheckedLoader:
 
 def measure(root: str, repeats: int = 2, threads: Sequence[int] = (1, 2)) -> None:
     """Prints the scan's cost on an ImageFolder tree (``python -m mvssl_plugin.data.scan ROOT``)."""
-    from mvssl_plugin.imagefolder import images_under
+    from mvssl_plugin.data.imagefolder import images_under
 
     files = images_under(root)
     for n in threads:

@@ -11,7 +11,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from mvssl_plugin.data.folders import Screen
+from mvssl_plugin.data.datasets import Screen
 from mvssl_plugin.runs import PROBE, write_json
 
 
@@ -37,16 +37,16 @@ def probe_loaders(
 ) -> Tuple[Iterable, Iterable, Iterable]:
     """(augmented train, plain test, augmented test) batches: solo-learn's linear-eval
     transforms through torchvision workers, or, with ``data.format: memory``, the same
-    files decoded once and transformed on ``device`` (:mod:`mvssl_plugin.data.memory.eval_loaders`)."""
+    files decoded once and transformed on ``device`` (:mod:`mvssl_plugin.data.inmemory.eval_loaders`)."""
     from solo.data.classification_dataloader import prepare_transforms
     from torch.utils.data import DataLoader
 
-    from mvssl_plugin.data.folders import classification_datasets
+    from mvssl_plugin.data.datasets import classification_datasets
 
     t_train, t_val = prepare_transforms(cfg.data.dataset)
     augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction, screen)
     if cfg.data.format == "memory":
-        from mvssl_plugin.data.memory.eval_loaders import probe_memory_loaders
+        from mvssl_plugin.data.inmemory.eval_loaders import probe_memory_loaders
 
         return probe_memory_loaders(cfg, augmented_train, augmented_test, device)
     _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction, screen)
@@ -64,10 +64,10 @@ def fast_probe(cfg: DictConfig, backbone: nn.Module, screen: Optional[Screen] = 
     ``probe.test_patches`` augmented patches, are computed once; the classifier then
     trains on them. ``screen`` names or drops unusable image files first. Returns the
     results written to ``probe.json``."""
-    from mvssl_plugin.eval.features import resolve_device
+    from mvssl_plugin.eval.features import eval_device
     from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe
 
-    device = resolve_device(str(cfg.probe.device))
+    device = eval_device(str(cfg.probe.device))
     backbone = backbone.to(device).eval()
     start = time.perf_counter()
     augmented_train, plain_test, augmented_test = probe_loaders(cfg, device, screen)

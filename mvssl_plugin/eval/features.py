@@ -63,7 +63,7 @@ def _without_resume_caution() -> Iterator[None]:
         root.removeFilter(caution)
 
 
-def resolve_device(device: str) -> torch.device:
+def eval_device(device: str) -> torch.device:
     """``auto``: the GPU when there is one; ``cuda`` without one is an error, not a crash."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

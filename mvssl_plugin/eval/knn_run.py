@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import List, Optional
 
-from mvssl_plugin.data.folders import classification_datasets, eval_keeps_size
+from mvssl_plugin.data.datasets import classification_datasets, eval_keeps_size
 from mvssl_plugin.data.scan import screen_files
-from mvssl_plugin.eval.features import extract_features, load_pretrained, resolve_device
+from mvssl_plugin.eval.features import eval_device, extract_features, load_pretrained
 from mvssl_plugin.eval.knn import knn_grid
 from mvssl_plugin.runs import KNN, write_csv
 
@@ -45,7 +45,7 @@ def run_knn(
     from solo.data.classification_dataloader import prepare_transforms
     from torch.utils.data import DataLoader
 
-    torch_device = resolve_device(device)
+    torch_device = eval_device(device)
     model, cfg, ckpt = load_pretrained(checkpoint)
     print(f"mvssl: {cfg.method} from {ckpt}; features on {torch_device}", flush=True)
     data_cfg = OmegaConf.create(

@@ -1,15 +1,60 @@
-"""Pure-torch losses: no solo-learn, Lightning or Hydra imports below this package."""
+"""The losses, pure torch: no solo-learn, Lightning or Hydra imports in this package.
 
-from mvssl_plugin.losses.multiview import (
-    leave_one_out_means,
-    multiview_barlow_loss,
-    multiview_vicreg_loss,
-    standardize,
+``objectives`` (the Barlow Twins / VICReg family's vocabulary: objectives, redundancy modes,
+default scales) is standard library only and loads with the package, so the beta rule and
+the config checks read it without importing torch; the torch losses load on first use.
+
+* :func:`multiview_barlow_loss`, :func:`multiview_vicreg_loss` (``multiview``): the family.
+* :func:`mmcr_loss` (``mmcr``): maximum manifold capacity representations.
+* :data:`Views`, :func:`stack_views` (``views``): the input every loss takes, checked once.
+* ``distributed``: the autograd-aware cross-process reductions they share.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from mvssl_plugin.losses.objectives import (
+    LOSS_SCALE,
+    METHOD_SCALE,
+    OBJECTIVES,
+    REDUNDANCY_ALIASES,
+    REDUNDANCY_MODES,
+    canonical_redundancy,
+    check_objective,
+    check_pair,
 )
 
+#: the torch members, by the module that holds them (imported on first access)
+_TORCH_MEMBERS = {
+    "Views": "views",
+    "stack_views": "views",
+    "leave_one_out_means": "multiview",
+    "multiview_barlow_loss": "multiview",
+    "multiview_vicreg_loss": "multiview",
+    "standardize": "multiview",
+    "mmcr_loss": "mmcr",
+}
+
 __all__ = [
-    "leave_one_out_means",
-    "multiview_barlow_loss",
-    "multiview_vicreg_loss",
-    "standardize",
+    "LOSS_SCALE",
+    "METHOD_SCALE",
+    "OBJECTIVES",
+    "REDUNDANCY_ALIASES",
+    "REDUNDANCY_MODES",
+    "canonical_redundancy",
+    "check_objective",
+    "check_pair",
+    *_TORCH_MEMBERS,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TORCH_MEMBERS:
+        return getattr(importlib.import_module(f"{__name__}.{_TORCH_MEMBERS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

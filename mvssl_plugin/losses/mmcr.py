@@ -23,33 +23,30 @@ batch, as in a single process holding all of it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Union
-
 import torch
 import torch.nn.functional as F
 
 from mvssl_plugin.losses.distributed import gather_batch
-
-Views = Union[Sequence[torch.Tensor], torch.Tensor]
+from mvssl_plugin.losses.views import Views, stack_views
 
 
 def mmcr_loss(views: Views, local_weight: float = 0.0) -> torch.Tensor:
     """MMCR loss of m views (see the module docstring for the equation).
 
     Args:
-        views: m tensors ``(N, D)`` or one ``(m, N, D)``; row ``n`` of every view is the same image.
+        views: m >= 2 tensors ``(N, D)`` or one ``(m, N, D)``, N >= 2; row ``n`` of every view
+            is the same image (:func:`~mvssl_plugin.losses.views.stack_views`).
         local_weight: lambda, the weight of the per-image nuclear norms (>= 0).
 
     Returns:
         The scalar loss, float32 (float64 inputs stay float64); the SVD runs in full precision.
+
+    Raises:
+        ValueError: bad views, or a negative local_weight.
     """
-    z = views if isinstance(views, torch.Tensor) else torch.stack(list(views))
-    if z.dim() != 3 or z.shape[0] < 2:
-        raise ValueError(f"mmcr_loss needs m >= 2 views of shape (N, D), got {tuple(z.shape)}")
     if local_weight < 0:
         raise ValueError(f"local_weight must be >= 0, got {local_weight}")
-    z = z.float() if z.dtype in (torch.float16, torch.bfloat16) else z
+    z = stack_views(views)
     z = gather_batch(F.normalize(z, dim=-1), dim=1)  # (m, N_global, D), unit rows
     n = z.shape[1]
     loss = -torch.linalg.matrix_norm(z.mean(dim=0), ord="nuc")

@@ -18,9 +18,8 @@ commit 96dfa37, ``fastssl/models/barlow_twins.py`` and ``vicreg.py``)
     no eps) and its m > 2 form (Barlow Twins: each view against the mean of *all* views,
     the view included, and one auto-correlation of that mean for the off-diagonal term).
 
-Shapes: ``m`` views, a local batch of ``N`` images, embedding dimension ``D``. Views come
-as a sequence of m tensors ``(N, D)`` or one tensor ``(m, N, D)``; row ``n`` of every view
-must be the same image.
+Shapes: ``m`` views, a local batch of ``N`` images, embedding dimension ``D``; the views
+are checked and stacked by :func:`mvssl_plugin.losses.views.stack_views`.
 
 Precision: float16 / bfloat16 inputs are computed in float32 (under mixed precision a
 D x D correlation summed in half precision loses the small off-diagonal entries the
@@ -29,40 +28,17 @@ orthogonality term is about); float64 inputs stay float64.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, Optional, Union
+from typing import Literal, Optional
 
 import torch
 import torch.nn.functional as F
 
 from mvssl_plugin.losses.distributed import all_reduce_sum, gather_batch, global_batch_size
-from mvssl_plugin.objectives import LOSS_SCALE, check_pair
+from mvssl_plugin.losses.objectives import LOSS_SCALE, check_pair
+from mvssl_plugin.losses.views import Views, stack_views
 
-Views = Union[torch.Tensor, Sequence[torch.Tensor]]
 Objective = Literal["leave_one_out", "fastssl"]
 RedundancyMode = Literal["per_view", "mean_embedding"]
-
-
-def stack_views(views: Views) -> torch.Tensor:
-    """Checks and stacks m view embeddings into one tensor ``(m, N, D)``.
-
-    float64 stays float64 (exact reference comparisons); every other dtype becomes float32.
-    """
-    if isinstance(views, torch.Tensor):
-        stacked = views
-    else:
-        views = list(views)
-        if len({tuple(v.shape) for v in views}) > 1:
-            shapes = [tuple(v.shape) for v in views]
-            raise ValueError(f"all views must have the same shape (N, D); got {shapes}")
-        stacked = torch.stack(views) if views else torch.empty(0, 0, 0)
-    if stacked.dim() != 3:
-        raise ValueError(f"views must be m tensors (N, D) or one (m, N, D); got {tuple(stacked.shape)}")
-    if stacked.shape[0] < 2:
-        raise ValueError(f"a multi-view loss needs at least 2 views of each image, got {stacked.shape[0]}")
-    if stacked.shape[1] < 2:
-        raise ValueError(f"batch statistics need at least 2 images per batch, got {stacked.shape[1]}")
-    return stacked if stacked.dtype == torch.float64 else stacked.float()
 
 
 def leave_one_out_means(z: torch.Tensor) -> torch.Tensor:
@@ -180,7 +156,7 @@ def multiview_barlow_loss(
     Args:
         views: m embeddings ``(N, D)`` or one tensor ``(m, N, D)``, m >= 2.
         lamb: off-diagonal weight beta (see ``mvssl_plugin.beta_rule`` for the 1/D rule).
-        scale_loss: overall factor. None: ``objectives.LOSS_SCALE`` (0.025, as solo-learn's
+        scale_loss: overall factor. None: ``losses.objectives.LOSS_SCALE`` (0.025, as solo-learn's
             ``barlow_loss_func``, for leave_one_out; 1 for fastssl, whose release has none).
         redundancy: ``"per_view"`` or ``"mean_embedding"``, leave_one_out only.
         objective: ``"leave_one_out"`` or ``"fastssl"``.

@@ -15,8 +15,8 @@ import omegaconf
 from mvssl_plugin.config.beta import BetaSlot, resolve_beta
 from mvssl_plugin.config.values import select
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.losses.objectives import OBJECTIVES, REDUNDANCY_ALIASES, REDUNDANCY_MODES, check_pair
 from mvssl_plugin.methods.base import MultiViewMethod
-from mvssl_plugin.objectives import OBJECTIVES, REDUNDANCY_ALIASES, REDUNDANCY_MODES, check_pair
 
 
 class BarlowVICRegMethod(MultiViewMethod):

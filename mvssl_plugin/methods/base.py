@@ -27,10 +27,10 @@ from solo.methods.base import BaseMethod
 from solo.utils.misc import omegaconf_select
 from torch import nn
 
-from mvssl_plugin.config.augmentations import count_views, restore_crop_counts
 from mvssl_plugin.config.beta import BetaSlot
 from mvssl_plugin.config.hardware import world_size
 from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, select
+from mvssl_plugin.config.views import count_views, restore_crop_counts
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
 
@@ -111,7 +111,7 @@ class MultiViewMethod(BaseMethod):
     @classmethod
     def loss_matrices(cls, kwargs: Dict[str, Any], num_views: int) -> int:
         """D x D matrices (or matrices of that size) the loss keeps alive with their
-        gradients, for the memory estimate (``train/memory_check.py``)."""
+        gradients, for the memory estimate (``train/peak_ram_check.py``)."""
         return 1
 
     @classmethod
@@ -122,7 +122,7 @@ class MultiViewMethod(BaseMethod):
         Reads the views from ``data.num_large_crops`` / ``num_small_crops`` (solo-learn's
         contract); the augmentation pipelines themselves are the entry points' to check.
         """
-        restore_crop_counts(cfg)  # after solo-learn's main_pretrain.py checked 2 (mvssl_plugin.solo_native)
+        restore_crop_counts(cfg)  # hidden from solo-learn's main_pretrain.py (see config.views)
         cfg = BaseMethod.add_and_assert_specific_cfg(cfg)
         kwargs = cfg.method_kwargs
         for key, default in cls.defaults().items():

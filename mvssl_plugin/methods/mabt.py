@@ -9,8 +9,8 @@ import torch
 from mvssl_plugin.config.beta import BARLOW_SLOT
 from mvssl_plugin.config.values import AUTO, positive
 from mvssl_plugin.losses import multiview_barlow_loss
+from mvssl_plugin.losses.objectives import METHOD_SCALE
 from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
-from mvssl_plugin.objectives import METHOD_SCALE
 
 
 class MultiAugBarlowTwins(BarlowVICRegMethod):
@@ -22,7 +22,7 @@ class MultiAugBarlowTwins(BarlowVICRegMethod):
         beta_c (float): the rule's c (default: fitted to the authors' CIFAR-10 sweep).
         beta_multiview_factor (float): overrides the objective's multi-view factor.
         scale_loss (float | null): overall factor, as solo-learn's. null (default):
-            ``objectives.METHOD_SCALE`` (0.024, as solo-learn's ``BarlowTwins``, for
+            ``losses.objectives.METHOD_SCALE`` (0.024, as solo-learn's ``BarlowTwins``, for
             leave_one_out; 1 for fastssl, whose release has none).
     """
 

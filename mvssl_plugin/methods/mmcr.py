@@ -7,13 +7,13 @@ from collections.abc import Sequence
 import torch
 
 from mvssl_plugin.config.values import non_negative
-from mvssl_plugin.losses.mmcr import mmcr_loss
+from mvssl_plugin.losses import mmcr_loss
 from mvssl_plugin.methods.base import MultiViewMethod
 
 
 class MultiViewMMCR(MultiViewMethod):
     """Maximum manifold capacity representations over m views (see
-    :func:`~mvssl_plugin.losses.mmcr.mmcr_loss`; Yerxa et al., NeurIPS 2023).
+    :func:`~mvssl_plugin.losses.mmcr_loss`; Yerxa et al., NeurIPS 2023).
 
     Extra cfg settings (besides :class:`MultiViewMethod`'s), under ``method_kwargs``:
         local_weight (float): lambda, the weight of each image's own nuclear norm (>= 0,

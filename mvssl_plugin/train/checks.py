@@ -15,21 +15,21 @@ from typing import Callable, Dict, List, Tuple, Type
 from omegaconf import DictConfig
 
 from mvssl_plugin.config import (
+    SOLO_BETA_SLOTS,
     check_augmentations,
-    check_data,
     check_signals,
     check_training_keys,
     resolve_beta,
     select,
     set_crop_counts,
 )
-from mvssl_plugin.config.data import class_match_notices, nested_folder_notices
 from mvssl_plugin.config.keys import check_keys
-from mvssl_plugin.data.folders import Screen, eval_keeps_size
+from mvssl_plugin.data.checks import check_data, class_match_notices, nested_folder_notices
+from mvssl_plugin.data.datasets import Screen, eval_keeps_size
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.registry import BUILTIN_BETA_SLOTS, is_multiview
+from mvssl_plugin.registry import is_multiview
 from mvssl_plugin.runs import incomplete_checkpoints, is_complete_checkpoint, newest_checkpoint
-from mvssl_plugin.train.memory_check import check_memory
+from mvssl_plugin.train.peak_ram_check import check_peak_ram
 
 
 def check_method_and_backbone(cfg: DictConfig, methods: Dict[str, Type], backbones: Dict) -> None:
@@ -45,19 +45,19 @@ def check_builtin_method(cfg: DictConfig) -> List[str]:
     """solo-learn's own methods train on 2 large views; the plugin's keys are left out of
     their config (and so of args.json). Returns notices."""
     from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
-    from mvssl_plugin.registry import METHODS
+    from mvssl_plugin.registry import PLUGIN_METHODS
 
     large = int(cfg.data.num_large_crops)
     if large != 2:
         raise ConfigError(
             f"method={cfg.method} is solo-learn's two-view method and the recipe gives {large} large views: "
-            f"set data.num_views=2 (or use one of the multi-view methods {sorted(METHODS)} for {large} views)"
+            f"set data.num_views=2 (or use one of the multi-view methods {sorted(PLUGIN_METHODS)} for {large} views)"
         )
     kwargs = select(cfg, "method_kwargs") or {}
     dropped = [key for key in BarlowVICRegMethod.SHARED_DEFAULTS if key in kwargs]
     for key in dropped:
         del cfg.method_kwargs[key]
-    slot = BUILTIN_BETA_SLOTS.get(cfg.method)
+    slot = SOLO_BETA_SLOTS.get(cfg.method)
     if slot is not None:
         resolve_beta(cfg, slot)
     if dropped:
@@ -94,7 +94,7 @@ def check_pretrain_cfg(
             methods[cfg.method].add_and_assert_specific_cfg(cfg)
         else:
             notices += check_builtin_method(cfg)
-        notices += check_memory(cfg)
+        notices += check_peak_ram(cfg)
     return notices
 
 
@@ -153,7 +153,7 @@ def check_eval_format(cfg: DictConfig) -> List[str]:
     full linear evaluation always reads with torchvision, which a notice says."""
     data_format = select(cfg, "data.format")
     if data_format == "memory" and select(cfg, "probe") is not None:
-        from mvssl_plugin.data.memory.eval_loaders import probe_recipes
+        from mvssl_plugin.data.inmemory.eval_loaders import probe_recipes
 
         probe_recipes(str(select(cfg, "data.dataset")))
         return []

@@ -60,8 +60,9 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
     from solo.args.linear import parse_cfg
     from solo.methods.base import BaseMethod
 
-    from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, check_probe_cfg, open_cfg
-    from mvssl_plugin.registry import BACKBONES, register
+    from mvssl_plugin.config import adapt_to_hardware, check_probe_cfg, open_cfg
+    from mvssl_plugin.data.checks import apply_backbone_defaults
+    from mvssl_plugin.registry import PLUGIN_BACKBONES, register
     from mvssl_plugin.train.checks import check_linear_cfg
 
     cfg = open_cfg(cfg)
@@ -71,7 +72,7 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
     notices += adapt_to_hardware(cfg)
     for notice in notices:
         notify(f"mvssl: {notice}")
-    apply_backbone_defaults(cfg, tuple(BACKBONES))
+    apply_backbone_defaults(cfg, tuple(PLUGIN_BACKBONES))
     cfg = parse_cfg(cfg)
     seed_everything(cfg.seed)
     backbone = build_backbone(cfg)
@@ -85,7 +86,7 @@ def linear(cfg: DictConfig):
     (solo-learn's flow), or the fast probe's results when the recipe has a ``probe`` block."""
     from solo.methods.linear import LinearModel
 
-    from mvssl_plugin.data.folders import classification_loaders
+    from mvssl_plugin.data.datasets import classification_loaders
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.trainer import fit
 

@@ -5,6 +5,7 @@ solo-learn's built-in methods run through it unchanged."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Tuple
 
@@ -18,9 +19,10 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     from solo.args.pretrain import parse_cfg
     from solo.methods.base import BaseMethod
 
-    from mvssl_plugin.config import adapt_to_hardware, apply_backbone_defaults, open_cfg, select, world_size
-    from mvssl_plugin.data.folders import solo_data_format
-    from mvssl_plugin.registry import BACKBONES, register
+    from mvssl_plugin.config import adapt_to_hardware, open_cfg, select, world_size
+    from mvssl_plugin.data.checks import apply_backbone_defaults
+    from mvssl_plugin.data.datasets import solo_data_format
+    from mvssl_plugin.registry import PLUGIN_BACKBONES, register
     from mvssl_plugin.train.checks import check_pretrain_cfg
 
     cfg = open_cfg(cfg)
@@ -29,12 +31,13 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     notices += check_pretrain_cfg(cfg, methods, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     for notice in notices:
         notify(f"mvssl: {notice}")
-    apply_backbone_defaults(cfg, tuple(BACKBONES))
+    apply_backbone_defaults(cfg, tuple(PLUGIN_BACKBONES))
     # solo-learn's parser keeps its own DALI path to ImageNet folders; ours reads any tree
     data_format = cfg.data.format
     cfg.data.format = solo_data_format(data_format)
-    # solo-learn's own parser (unwrapped: the autoregister hook's view handling is for its scripts)
-    cfg = getattr(parse_cfg, "__wrapped__", parse_cfg)(cfg)
+    # solo-learn's own parser, unwrapped: the views were checked above (the bridge's wrapper,
+    # mvssl_plugin_autoregister, is for solo-learn's scripts)
+    cfg = inspect.unwrap(parse_cfg)(cfg)
     cfg.data.format = data_format
     if select(cfg, "method_kwargs.view_parallel", False):
         # solo-learn scales lr by batch x processes / 256, but here every process holds

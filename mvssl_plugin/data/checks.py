@@ -1,0 +1,174 @@
+"""The data keys of a config, checked before anything is built: dataset, format, paths,
+fraction, and the DALI / in-memory options. Here rather than in ``config/`` because the
+path checks read ImageFolder trees (:mod:`mvssl_plugin.data.imagefolder`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from omegaconf import DictConfig
+
+from mvssl_plugin.config.values import AUTO, boolean, count, is_number, require, select
+from mvssl_plugin.data.imagefolder import (
+    class_names,
+    empty_class_folders,
+    is_image_folder_tree,
+    match_classes,
+    nested_class_folders,
+)
+from mvssl_plugin.errors import ConfigError
+
+SUPPORTED_DATASETS = ("cifar10", "cifar100", "stl10", "imagenet", "imagenet100", "custom")
+SMALL_IMAGE_DATASETS = ("cifar10", "cifar100")
+TORCHVISION_DATASETS = ("cifar10", "cifar100", "stl10")
+#: image_folder: solo-learn's torchvision loader; dali: NVIDIA DALI; memory: decoded once into
+#: a uint8 tensor on the training device, views cut there (mvssl_plugin.data.inmemory)
+SUPPORTED_FORMATS = ("image_folder", "h5", "dali", "memory")
+#: formats that read an ImageFolder tree file by file (the torchvision archive will not do)
+FOLDER_FORMATS = ("image_folder", "dali", "memory")
+DALI_DEVICES = (AUTO, "cpu", "gpu")
+
+
+def torchvision_archive_present(dataset: str, path: str) -> bool:
+    """True when ``path`` holds the files torchvision's CIFAR/STL-10 classes read."""
+    folder = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python", "stl10": "stl10_binary"}[dataset]
+    return os.path.isdir(os.path.join(path, folder))
+
+
+def _check_class_folders(key: str, path: str) -> None:
+    empty = empty_class_folders(path)
+    if empty:
+        raise ConfigError(
+            f"{key}={path!r}: class folder(s) {empty[:5]} hold no images: remove them or add images "
+            "(every sub-folder is a class)"
+        )
+
+
+def check_data_path(cfg: DictConfig, key: str) -> None:
+    """``key`` (data.train_path / data.val_path) points at data the format can read."""
+    path = select(cfg, key)
+    dataset = cfg.data.dataset
+    data_format = cfg.data.format
+    if dataset in TORCHVISION_DATASETS and data_format in ("image_folder", "dali", "memory"):
+        if path is not None and is_image_folder_tree(path):
+            return _check_class_folders(key, path)
+        if data_format == "image_folder":
+            if path is not None and torchvision_archive_present(dataset, path):
+                return
+            if select(cfg, "data.download", False):
+                return
+        elif path is not None and torchvision_archive_present(dataset, path):
+            raise ConfigError(
+                f"{key}={path!r} holds torchvision's {dataset} archive, which data.format={data_format} "
+                "cannot read: give an ImageFolder tree (one sub-folder of images per class), "
+                "or use data.format=image_folder"
+            )
+        if path is None or not os.path.exists(str(path)):
+            raise ConfigError(
+                f"{key}={path!r} does not exist: point it at an ImageFolder tree of {dataset} "
+                f"(one sub-folder of images per class) or set data.download=true to fetch {dataset} there"
+            )
+        raise ConfigError(
+            f"{key}={path!r} holds neither an ImageFolder tree (one sub-folder of images per class) "
+            f"nor torchvision's {dataset} files: point it at an ImageFolder tree "
+            f"or set data.download=true to fetch {dataset} there"
+        )
+    if path is None or not os.path.exists(str(path)):
+        raise ConfigError(f"{key}={path!r} does not exist: point it at your {dataset} data")
+    if data_format in FOLDER_FORMATS and not select(cfg, "data.no_labels", False):
+        if not is_image_folder_tree(path):
+            raise ConfigError(f"{key}={path!r} is not an ImageFolder tree (one sub-folder of images per class)")
+        _check_class_folders(key, path)
+
+
+def check_dali(cfg: DictConfig) -> None:
+    """DALI is installed, ``dali.device`` can run here (``auto`` resolved), threads valid."""
+    import torch
+
+    if importlib.util.find_spec("nvidia") is None or importlib.util.find_spec("nvidia.dali") is None:
+        raise ConfigError(
+            "data.format=dali needs NVIDIA DALI, which is not installed: "
+            "pip install nvidia-dali-cuda120 (or use data.format=image_folder or memory)"
+        )
+    cfg.dali = select(cfg, "dali", {}) or {}
+    device = select(cfg, "dali.device", AUTO)
+    if device not in DALI_DEVICES:
+        raise ConfigError(f"dali.device={device!r}: choose one of {DALI_DEVICES}")
+    if device == AUTO:
+        device = "gpu" if select(cfg, "accelerator") in ("gpu", "cuda") and torch.cuda.is_available() else "cpu"
+    elif device == "gpu" and not torch.cuda.is_available():
+        raise ConfigError("dali.device=gpu needs a CUDA GPU, and none is visible: set dali.device=cpu")
+    cfg.dali.device = device
+    require(cfg, "dali.num_threads", count, "must be an integer >= 1 (or null for data.num_workers)")
+
+
+def check_inmemory_options(cfg: DictConfig) -> None:
+    """``memory.size`` (an integer side, or null to keep the images' own size)."""
+    require(cfg, "memory.size", count, "must be an integer >= 1 (pixels per side), or null for the images' size")
+    cache = select(cfg, "memory.cache_dir")
+    if cache is not None and not isinstance(cache, str):
+        raise ConfigError(f"memory.cache_dir={cache!r}: give a folder path, or null for the default")
+
+
+def check_data(cfg: DictConfig) -> None:
+    """Dataset, format, fraction and paths; the format's own options."""
+    dataset = select(cfg, "data.dataset")
+    if dataset not in SUPPORTED_DATASETS:
+        raise ConfigError(f"data.dataset={dataset!r}: choose one of {SUPPORTED_DATASETS}")
+    cfg.data.format = select(cfg, "data.format", "image_folder")
+    if cfg.data.format not in SUPPORTED_FORMATS:
+        raise ConfigError(f"data.format={cfg.data.format!r}: choose one of {SUPPORTED_FORMATS}")
+    for key in ("data.fraction", "data.val_fraction"):
+        fraction = select(cfg, key, -1)
+        if not is_number(fraction) or not (fraction == -1 or 0 < fraction < 1):
+            raise ConfigError(f"{key}={fraction!r}: use -1 for all images or a number in (0, 1)")
+    require(cfg, "data.skip_bad_files", boolean, "use true (train without unusable image files) or false")
+    check_data_path(cfg, "data.train_path")
+    if select(cfg, "data.val_path") is not None:
+        check_data_path(cfg, "data.val_path")
+    if cfg.data.format == "dali":
+        check_dali(cfg)
+    elif cfg.data.format == "memory":
+        check_inmemory_options(cfg)
+
+
+def nested_folder_notices(cfg: DictConfig) -> list[str]:
+    """One line per data path whose class folders hold images in sub-folders: torchvision's
+    ImageFolder reads them as part of the class, which is worth saying (a misplaced tree,
+    e.g. train/train/<class>, would otherwise train on one class)."""
+    notices = []
+    for key in ("data.train_path", "data.val_path"):
+        path = select(cfg, key)
+        if path is None or not is_image_folder_tree(path):
+            continue
+        nested = nested_class_folders(path)
+        if nested:
+            shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
+            notices.append(
+                f"{key}: class folder(s) {shown} hold images in sub-folders; they are read as part of the class"
+            )
+    return notices
+
+
+def class_match_notices(cfg: DictConfig) -> list[str]:
+    """Validation classes are matched to the training classes by folder name (the datasets
+    are relabelled so in :func:`mvssl_plugin.data.datasets.label_by_name`); checked here on the
+    folder names alone, before anything is built: names the training tree lacks stop the run
+    (ConfigError), a subset of the training classes is said once."""
+    train, val = select(cfg, "data.train_path"), select(cfg, "data.val_path")
+    if val is None or (cfg.data.dataset == "custom" and select(cfg, "data.no_labels", False)):
+        return []
+    if select(cfg, "data.format") == "h5" or not (is_image_folder_tree(train) and is_image_folder_tree(val)):
+        return []
+    _, notice = match_classes(class_names(train), class_names(val))
+    return [notice] if notice else []
+
+
+def apply_backbone_defaults(cfg: DictConfig, plugin_backbones: tuple[str, ...]) -> None:
+    """Gives the plugin's backbones solo-learn's small-image stem on CIFAR unless set."""
+    name = select(cfg, "backbone.name")
+    if name in plugin_backbones:
+        cfg.backbone.kwargs = select(cfg, "backbone.kwargs", {}) or {}
+        if select(cfg, "backbone.kwargs.small_input") is None:
+            cfg.backbone.kwargs.small_input = cfg.data.dataset in SMALL_IMAGE_DATASETS

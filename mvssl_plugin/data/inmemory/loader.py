@@ -1,0 +1,88 @@
+"""The Lightning-facing pretraining loader: batches of m views cut from the decoded images
+on their device, sharded over processes, each step seeded from (seed, epoch, rank, step)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, List, Optional, Tuple
+
+import torch
+
+from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
+from mvssl_plugin.data.inmemory.devices import moved
+from mvssl_plugin.data.views import EpochShards, ViewRecipe, process_group, split_over
+
+
+class MemoryMultiViewLoader:
+    """An iterable Lightning trains from like a DataLoader: batches are solo-learn's
+    ``[indexes (B,) long, [view_1 (B, 3, S, S) float, ..., view_m], targets (B,) long]``,
+    ``drop_last`` as its loader; views on ``device``, indexes and targets on the CPU.
+
+    Args:
+        images: (N, 3, H, W) uint8, the decoded data set (:func:`decode_to_uint8`).
+        targets: (N,) class indexes (-1 without labels).
+        recipes: the augmentation pipelines, in the order the views are returned.
+        batch_size: images per process and step.
+        device: where the images live and views are computed; a bare ``cuda`` means the
+            process's current GPU when iterating (Lightning sets it per rank by then).
+        seed: base seed of the image order and the augmentations.
+        shard: split the images over processes (false in view-parallel runs, where every
+            process holds the same images).
+        world_size: the processes the run is configured for (for ``len`` before the
+            process group exists; checked against it when iterating).
+        rank: this process's rank, for tests; None reads it from torch.distributed.
+    """
+
+    def __init__(
+        self,
+        images: torch.Tensor,
+        targets: Sequence[int] | torch.Tensor,
+        recipes: Sequence[ViewRecipe],
+        batch_size: int,
+        device: str | torch.device = "cpu",
+        seed: int = 0,
+        shard: bool = True,
+        world_size: int = 1,
+        rank: Optional[int] = None,
+    ) -> None:
+        if images.dtype != torch.uint8 or images.dim() != 4 or images.shape[1] != 3:
+            raise ValueError(f"images must be (N, 3, H, W) uint8, got {tuple(images.shape)} {images.dtype}")
+        self.targets = torch.as_tensor(targets, dtype=torch.long).cpu()
+        if len(self.targets) != len(images):
+            raise ValueError(f"{len(images)} images but {len(self.targets)} targets")
+        self.images = images
+        self.device = device
+        self.recipes = list(recipes)
+        self.augments = [(BatchAugment(recipe), recipe.num_crops) for recipe in self.recipes]
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.shard = shard
+        self.world_size = world_size if shard else 1
+        self.rank = rank
+        self.sampler = EpochShards(len(images), self.seed)
+        torch_device = torch.device(device)
+        if torch_device.type == "cpu" or torch_device.index is not None:
+            self._place()
+
+    def _place(self) -> torch.Tensor:
+        """The images on the device, moved there once."""
+        self.images = moved(self.images, self.device)
+        return self.images
+
+    def __len__(self) -> int:
+        return self.sampler.shard_size(self.world_size) // self.batch_size
+
+    def _rank_and_world(self) -> Tuple[int, int]:
+        group = process_group() if self.rank is None else (self.rank, self.world_size)
+        return split_over(group, self.shard, self.world_size, "memory loader")
+
+    def __iter__(self) -> Iterator[List[Any]]:
+        images = self._place()
+        rank, world = self._rank_and_world()
+        epoch = self.sampler.epoch
+        order = torch.from_numpy(self.sampler.indices(rank if self.shard else 0, world))
+        for step in range(len(self)):
+            index = order[step * self.batch_size : (step + 1) * self.batch_size]
+            batch = images.index_select(0, index.to(images.device))
+            views = seeded_views(self.augments, batch, step_seed(self.seed, epoch, rank, step))
+            yield [index, views, self.targets[index]]

@@ -1,0 +1,51 @@
+"""The in-memory pretraining loader a composed config asks for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Tuple
+
+from omegaconf import DictConfig, OmegaConf
+
+from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
+from mvssl_plugin.data.inmemory.devices import training_device
+from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
+from mvssl_plugin.data.views import ViewRecipe
+
+
+def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Sequence[int]) -> MemoryMultiViewLoader:
+    """The in-memory loader a composed pretraining config asks for: decodes (or reads the
+    cache of) ``files`` after checking the data set fits the training device.
+
+    Optional keys: ``memory.size`` (store every image at size x size), ``memory.cache_dir``
+    (default :func:`default_cache_dir` of ``data.train_path``).
+    """
+    from mvssl_plugin.config import world_size
+
+    device = training_device(cfg)
+    world = world_size(cfg)
+    view_parallel = bool(cfg.method_kwargs.get("view_parallel", False))
+    size = OmegaConf.select(cfg, "memory.size", default=None)
+    cache_dir = OmegaConf.select(cfg, "memory.cache_dir", default=None)
+    cache = Path(cache_dir) if cache_dir else default_cache_dir(cfg.data.train_path)
+    # CPU: every process of this node holds its copy in the same RAM; GPU: one per device
+    nodes = int(OmegaConf.select(cfg, "num_nodes", default=1) or 1)
+    copies = 1 if device == "cuda" else max(1, world // nodes)
+
+    def fits(shape: Tuple[int, int, int, int]) -> None:
+        check_fits(memory_bytes_needed(shape[0], shape[2], shape[3]), device, copies)
+
+    images = decode_to_uint8(
+        files, None if size is None else int(size), cache, check=fits, notify=lambda text: print(f"mvssl: {text}")
+    )
+    return MemoryMultiViewLoader(
+        images,
+        targets,
+        [ViewRecipe.from_cfg(cfg.data.dataset, aug) for aug in cfg.augmentations],
+        batch_size=int(cfg.optimizer.batch_size),
+        device=device,
+        seed=int(cfg.seed),
+        shard=not view_parallel,
+        world_size=world,
+    )

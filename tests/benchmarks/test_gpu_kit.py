@@ -1,0 +1,244 @@
+"""The offline GPU kit (benchmarks/gpu/): parts and manifest, the runner's budget and resume state, a dry run.
+
+No network: pack.py's wheel download is replaced by a fake fetch; everything else runs as on the target.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+
+KIT = REPO / "benchmarks" / "gpu"
+sys.path.insert(0, str(KIT))
+
+import pack  # noqa: E402
+import runner  # noqa: E402
+
+
+def run_runner(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
+    """The runner's command line, as on the device machine (its own process, its own signals)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("WANDB_SERVICE", "WANDB_DIR")}
+    env["PYTHONWARNINGS"] = "ignore"
+    return subprocess.run(
+        [sys.executable, str(KIT / "runner.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO,
+    )
+
+
+def read_archive(out: Path) -> dict[str, bytes]:
+    """The newest results archive under ``out``: {path below its top folder: bytes}."""
+    newest = sorted(out.glob("results-*.tar.gz"))[-1]
+    with tarfile.open(newest) as tar:
+        return {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def fake_items(tmp: Path) -> list[dict]:
+    sizes = {"wheels.tar": 2500, "solo-learn.tar.gz": 10, "data.tar.gz": 4000}
+    items = []
+    for i, (name, size) in enumerate(sizes.items()):
+        path = tmp / name
+        path.write_bytes(bytes((i * 7 + j) % 251 for j in range(size)))
+        items.append({"name": name, "kind": name.split(".")[0].split("-")[0], "path": path})
+    return items
+
+
+def test_split_and_reassemble(tmp_path: Path) -> None:
+    items = fake_items(tmp_path)
+    originals = {i["name"]: i["path"].read_bytes() for i in items}
+    out = tmp_path / "kit"
+    out.mkdir()
+    manifest = pack.split_into_parts(items, out, part_bytes=1000)
+
+    assert [p["name"] for p in manifest["parts"]] == [f"part-{i:03d}.bin" for i in range(7)]
+    assert all((out / p["name"]).stat().st_size == p["bytes"] <= 1000 for p in manifest["parts"])
+    assert manifest["total_bytes"] == sum(len(b) for b in originals.values()) == 6510
+    whole = b"".join((out / p["name"]).read_bytes() for p in manifest["parts"])
+    assert hashlib.sha256(whole).hexdigest() == manifest["sha256"]
+    by_name = {i["name"]: i for i in manifest["items"]}
+    assert by_name["wheels.tar"]["parts"] == ["part-000.bin", "part-001.bin", "part-002.bin"]
+    assert by_name["solo-learn.tar.gz"]["parts"] == ["part-002.bin"]  # an item inside one part
+    assert by_name["data.tar.gz"]["parts"] == [f"part-{i:03d}.bin" for i in range(2, 7)]
+
+    kept = tmp_path / "kept"
+    got = runner.receive_parts(manifest, out, kept)
+    assert got["missing"] == [] and got["bad"] == [] and len(got["have"]) == 7
+    for item in manifest["items"]:
+        dest = runner.assemble(manifest, item, kept, tmp_path / ("back-" + item["name"]))
+        assert dest.read_bytes() == originals[item["name"]]
+    assert runner.whole_sha256(manifest, kept) == manifest["sha256"]
+
+
+def test_missing_and_corrupt_parts_are_named_and_kept_parts_wait(tmp_path: Path) -> None:
+    out = tmp_path / "kit"
+    out.mkdir()
+    manifest = pack.split_into_parts(fake_items(tmp_path), out, part_bytes=1000)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    # first call: parts 0-2 arrive, part 3 is corrupt, 4-6 are still to come
+    later = tmp_path / "later"
+    later.mkdir()
+    for name in ("part-004.bin", "part-005.bin", "part-006.bin"):
+        (out / name).rename(later / name)
+    good3 = (out / "part-003.bin").read_bytes()
+    (out / "part-003.bin").write_bytes(b"x" + good3[1:])
+    kept = tmp_path / "prefix" / "parts"
+    got = runner.receive_parts(manifest, out, kept)
+    assert got["have"] == ["part-000.bin", "part-001.bin", "part-002.bin"]
+    assert len(got["bad"]) == 1 and got["bad"][0].startswith("part-003.bin: sha256")
+    assert got["missing"] == ["part-004.bin", "part-005.bin", "part-006.bin"]
+    lines = runner.describe_missing(manifest, got["missing"])
+    assert lines[0].startswith("part-004.bin (0.0 MiB, holds data.tar.gz")
+
+    # the items whose parts are all kept are ready; data waits
+    ready = [i["name"] for i in manifest["items"] if not set(i["parts"]) - set(got["have"])]
+    assert ready == ["wheels.tar", "solo-learn.tar.gz"]
+
+    # second call: only the rest is carried; the kept parts are not needed again
+    for name in ("part-000.bin", "part-001.bin", "part-002.bin"):
+        (out / name).unlink()
+    (out / "part-003.bin").write_bytes(good3)
+    for name in ("part-004.bin", "part-005.bin", "part-006.bin"):
+        (later / name).rename(out / name)
+    got = runner.receive_parts(manifest, out, kept)
+    assert got["missing"] == [] and got["bad"] == [] and len(got["have"]) == 7
+
+    # a kept part damaged on disk is caught when its item is cut out
+    item = manifest["items"][2]
+    (kept / "part-005.bin").write_bytes(b"\0" * 1000)
+    with pytest.raises(ValueError, match="data.tar.gz: sha256"):
+        runner.assemble(manifest, item, kept, tmp_path / "data.tar.gz")
+
+
+def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_fetch(tmp_path: Path) -> None:
+    have = pack.parse_have("torch==2.11 torchvision lightning==2.6 timm scipy")
+    keep, notes = pack.to_pack(pack.NEEDED, have)
+    names = [n.name for n in keep]
+    assert "lightning" in names  # the target's 2.6 is not the pinned 2.1.2
+    assert "scipy" not in names  # any version does
+    assert any(n.startswith("pack lightning==2.1.2: the target has 2.6") for n in notes)
+
+    def fake_fetch(need: pack.Need, dest: Path, python: str, platforms: list) -> Path:
+        wheel = dest / f"{need.name.replace('-', '_')}-{need.version}-py3-none-any.whl"
+        wheel.write_bytes(need.requirement.encode())
+        return wheel
+
+    data = tmp_path / "imgs"
+    for split, n in (("train", 10), ("test", 4)):
+        for c in range(3):
+            (data / split / f"c{c}").mkdir(parents=True)
+            for i in range(n):
+                (data / split / f"c{c}" / f"{i}.jpg").write_bytes(b"jpeg%d" % i)
+    manifest = pack.build_kit(tmp_path / "kit", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5)
+    wheels, data_item = manifest["items"]
+    assert sorted(w["requirement"] for w in wheels["wheels"]) == sorted(n.requirement for n in keep)
+    assert data_item["images"] == {"test": 6, "train": 15} and data_item["root"] == "imgs"
+    assert json.loads((tmp_path / "kit" / "manifest.json").read_text())["sha256"] == manifest["sha256"]
+    assert "part-000.bin" in pack.describe(manifest)
+    # same inputs, same bytes: a re-pack keeps the runner's stamps valid
+    again = pack.build_kit(tmp_path / "kit2", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5)
+    assert again["sha256"] == manifest["sha256"]
+
+
+def test_runs_files_parse_and_name_existing_recipes() -> None:
+    runs = runner.parse_runs("all: a=1 +b.c=2 x=0\none: main_pretrain.py --config-name r.yaml x=5 {data}/t\n")
+    assert runs == [("one", ["main_pretrain.py", "--config-name", "r.yaml", "x=5", "{data}/t", "a=1", "+b.c=2"])]
+    assert runner.merge(["b.c=1", "k=2"], ["+b.c=9"]) == ["+b.c=9", "k=2"]
+    with pytest.raises(SystemExit):
+        runner.parse_runs("a: x\na: y\n")
+    for path in sorted((KIT / "runs").glob("*.txt")):
+        parsed = runner.parse_runs(path.read_text())
+        assert parsed, path
+        for name, tokens in parsed:
+            recipe = tokens[tokens.index("--config-name") + 1]
+            assert (REPO / "mvssl_plugin" / "recipes" / "pretrain" / "cifar10" / recipe).is_file(), (path.name, name)
+            assert "checkpoint.dir={out}" in tokens and "auto_resume.enabled=true" in tokens, (path.name, name)
+
+
+@pytest.mark.slow
+def test_budget_cuts_a_run_and_the_next_call_resumes_it(tmp_path: Path) -> None:
+    # "slow" works on its second attempt (a marker left in its folder by the first stands for a checkpoint)
+    # and ignores SIGINT, so the runner has to go on to SIGTERM
+    runs = tmp_path / "runs.txt"
+    runs.write_text(
+        'slow: python -c "import os, signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); '
+        "os.path.exists('marker') and exit(0); open('marker', 'w').close(); time.sleep(60)\"\n"
+        'bad: python -c "raise SystemExit(3)"\n'
+        "quick: python -c \"open('result.json', 'w').write('{}')\"\n"
+        'later: python -c "print(1)" {data}/train\n'
+    )
+    prefix, out = tmp_path / "prefix", tmp_path / "out"
+    common = [
+        "--kit",
+        str(tmp_path / "nokit"),
+        "--runs",
+        str(runs),
+        "--prefix",
+        str(prefix),
+        "--out",
+        str(out),
+        "--skip-env-check",
+        "--grace-s",
+        "1",
+        "--reserve-s",
+        "0",
+        "--min-run-s",
+        "1",
+    ]
+
+    first = run_runner(*common, "--budget-s", "7")
+    assert "run slow: unfinished" in first.stdout, first.stdout + first.stderr
+    report = json.loads(read_archive(out)["runner.json"])
+    assert [(r["name"], r["status"], r["cut_by_budget"], r["exit_code"]) for r in report["runs"]] == [
+        ("slow", "unfinished", True, -15)  # SIGINT ignored, SIGTERM ended it
+    ]
+
+    second = run_runner(*common, "--budget-s", "60")
+    assert second.returncode == 1  # "bad" failed
+    state = json.loads((prefix / "state.json").read_text())["runs"]
+    assert {n: (e["status"], e["attempts"]) for n, e in state.items()} == {
+        "slow": ("done", 2),
+        "bad": ("failed", 1),
+        "quick": ("done", 1),
+    }
+    assert "run later: the data is not installed yet, skipped" in second.stdout
+    files = read_archive(out)
+    assert "runs/quick/result.json" in files and "logs/slow/attempt-2.log" in files
+
+    third = run_runner(*common, "--budget-s", "60")
+    assert "run slow: done before, skipped" in third.stdout and "run bad: failed before, skipped" in third.stdout
+    assert json.loads(read_archive(out)["runner.json"])["runs"] == []
+    fourth = run_runner(*common, "--budget-s", "60", "--retry-failed")
+    assert [r["name"] for r in json.loads(read_archive(out)["runner.json"])["runs"]] == ["bad"]
+    assert fourth.returncode == 1
+
+
+@pytest.mark.slow
+def test_dry_run_end_to_end(tmp_path: Path) -> None:
+    prefix, out = tmp_path / "prefix", tmp_path / "out"
+    done = run_runner("--dry-run", "--prefix", str(prefix), "--out", str(out), "--budget-s", "150")
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = read_archive(out)
+    report = json.loads(files["runner.json"])
+    assert report["device"] == "cpu" and report["dry_run"] is True
+    assert [(r["name"], r["status"], r["exit_code"]) for r in report["runs"]] == [("tiny-mabt", "done", 0)]
+    assert {s["item"]: s["status"] for s in report["install"]}["data.tar.gz"] == "installed"
+    assert report["kit"]["whole_sha256_ok"] is True
+    run_files = {Path(name).name for name in files if name.startswith("runs/tiny-mabt/")}
+    assert {"args.json", "metrics.csv", "run.json"} <= run_files
+    assert not any(name.endswith(".ckpt") for name in files)
+    assert "val_knn_acc1" in files[next(n for n in files if n.endswith("metrics.csv"))].decode().splitlines()[0]
+    assert "logs/tiny-mabt/attempt-1.log" in files and "state.json" in files
+
+    again = run_runner("--dry-run", "--prefix", str(prefix), "--out", str(out), "--budget-s", "150", "--skip-env-check")
+    assert "done before" in again.stdout and "run tiny-mabt: done before, skipped" in again.stdout, again.stdout

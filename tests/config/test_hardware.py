@@ -1,0 +1,165 @@
+"""Every CPU: no configuration hits torch's oneDNN channels-last fault, and CPU runs share
+the cores between torch's threads and the loader workers. Through main_pretrain.py."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_entry, tiny_overrides
+
+from mvssl_plugin.config.hardware import plan_cpu_threads, usable_cores
+from mvssl_plugin.runs import ARGS, read_json
+
+#: what makes oneDNN pick its AVX2 kernels on any x86 CPU (an AVX-512 one included)
+AVX2_ONLY = {"DNNL_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OMP_NUM_THREADS": "1"}
+
+
+def pretrain(data: dict, out, env=None, **extra):
+    out.mkdir(parents=True, exist_ok=True)
+    args = ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
+    return run_entry("main_pretrain.py", args, out, env=env)
+
+
+@pytest.mark.slow
+def test_a_width_4_backbone_trains_contiguous_where_channels_last_would_corrupt_memory(tiny_cifar, tmp_path):
+    """Width 4 channels-last aborts with "double free or corruption" on its first backward
+    under AVX2-only oneDNN; the run goes contiguous, says so, and records it."""
+    result = pretrain(tiny_cifar, tmp_path, env=AVX2_ONLY, **{"+backbone.kwargs.width": 4})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    notices = [line for line in result.stdout.splitlines() if "channels-last is off on the CPU" in line]
+    assert len(notices) == 1 and "backbone.kwargs.width" in notices[0]
+    (run_dir,) = (tmp_path / "mabt").iterdir()
+    assert read_json(run_dir / ARGS)["performance"]["disable_channel_last"] is True
+
+
+@pytest.mark.slow
+def test_the_tests_width_trains_channels_last_on_avx2(tiny_cifar, tmp_path):
+    result = pretrain(tiny_cifar, tmp_path, env=AVX2_ONLY)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "channels-last is off" not in result.stdout
+    (run_dir,) = (tmp_path / "mabt").iterdir()
+    assert read_json(run_dir / ARGS)["performance"]["disable_channel_last"] is False
+
+
+@pytest.mark.parametrize(
+    "cores, processes, workers, expected",
+    [
+        (2, 1, 2, (2, 2)),
+        (2, 1, 4, (2, 2)),  # more workers than cores: capped
+        (2, 1, 0, (2, 0)),
+        (16, 4, 8, (4, 4)),  # CPU DDP: a share each (torch's default gives each all 16)
+        (2, 4, 2, (1, 1)),  # more processes than cores: one each
+    ],
+)
+def test_plan_cpu_threads(cores, processes, workers, expected):
+    assert plan_cpu_threads(cores, processes, workers) == expected
+
+
+@pytest.mark.slow
+def test_a_cpu_run_chooses_its_threads_and_caps_its_workers(tiny_cifar, tmp_path):
+    workers = usable_cores() + 2
+    result = pretrain(tiny_cifar, tmp_path, env={"OMP_NUM_THREADS": None}, **{"data.num_workers": workers})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    threads, capped = plan_cpu_threads(usable_cores(), 1, workers)
+    assert f"data.num_workers={workers} on {usable_cores()} CPU cores" in result.stdout
+    (run_dir,) = (tmp_path / "mabt").iterdir()
+    args = read_json(run_dir / ARGS)
+    assert (args["performance"]["cpu_threads"], args["data"]["num_workers"]) == (threads, capped)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "extra, env, wait",
+    [
+        ({"data.num_workers": 1}, {"OMP_WAIT_POLICY": None}, "PASSIVE"),  # workers share the cores
+        ({"data.num_workers": 1}, {"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE"),  # the user's word
+        ({"data.format": "memory"}, {"OMP_WAIT_POLICY": None}, "default"),  # no workers: spinning pays
+    ],
+)
+def test_openmp_threads_sleep_where_loader_workers_share_the_cores(extra, env, wait, tiny_cifar, tmp_path):
+    result = pretrain(tiny_cifar, tmp_path, env=env, **extra)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (hardware,) = [line for line in result.stdout.splitlines() if line.strip().startswith("hardware")]
+    assert f"(OpenMP wait {wait})" in hardware, hardware
+
+
+@pytest.mark.slow
+def test_omp_num_threads_and_the_key_win_over_the_rule(tiny_cifar, tmp_path):
+    result = pretrain(tiny_cifar, tmp_path / "a", env={"OMP_NUM_THREADS": "1"}, **{"data.num_workers": 0})
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = (tmp_path / "a" / "mabt").iterdir()
+    assert read_json(run_dir / ARGS)["performance"]["cpu_threads"] == 1
+    bad = pretrain(tiny_cifar, tmp_path / "b", **{"+performance.cpu_threads": 0})
+    assert bad.returncode == 2 and "performance.cpu_threads=0: use auto or an integer >= 1" in bad.stderr
+
+
+# ----------------------------------------------------------------------------- precision
+
+
+@pytest.mark.parametrize(
+    "capability, env, avx512_bf16, amx, native, why",
+    [
+        ("AVX512", {}, True, False, True, "natively (avx512_bf16)"),
+        ("AVX512", {}, False, True, True, "natively (amx_bf16)"),
+        ("AVX512", {}, False, False, False, "neither avx512_bf16 nor amx_bf16"),
+        ("AVX2", {}, True, False, False, "run at AVX2"),  # ATEN_CPU_CAPABILITY=avx2 or an AVX2 CPU
+        ("AVX512", {"DNNL_MAX_CPU_ISA": "AVX2"}, True, False, False, "DNNL_MAX_CPU_ISA=AVX2"),
+        ("AVX512", {"DNNL_MAX_CPU_ISA": "avx512_core_amx"}, True, False, True, "natively"),
+    ],
+)
+def test_bf16_is_native_only_where_torch_and_onednn_compute_it(
+    capability, env, avx512_bf16, amx, native, why, monkeypatch
+):
+    import torch
+
+    from mvssl_plugin.config.hardware import cpu_bf16_native, cpu_precision
+
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    found, reason = cpu_bf16_native()
+    assert found is native and why in reason, reason
+    assert cpu_precision()[0] == ("bf16-mixed" if native else "32")
+
+
+def started_precision(result) -> str:
+    (hardware,) = [line for line in result.stdout.splitlines() if line.strip().startswith("hardware")]
+    return hardware
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("asked", ["auto", "16-mixed"])
+def test_a_cpu_run_picks_bf16_where_native_and_fp32_on_avx2_and_says_why(asked, tiny_cifar, tmp_path):
+    """``precision: auto`` (the CPU recipes) and fp16 (the GPU recipes, which a CPU cannot run)
+    become bf16-mixed on a CPU with native bf16, 32 where oneDNN and torch are held to AVX2."""
+    from mvssl_plugin.config.hardware import cpu_precision
+
+    expected, why = cpu_precision()  # this process's CPU, under the suite's environment
+    native = pretrain(tiny_cifar, tmp_path / "native", precision=asked)
+    avx2 = pretrain(tiny_cifar, tmp_path / "avx2", env=AVX2_ONLY, precision=asked)
+    for result, precision, reason in ((native, expected, why), (avx2, "32", "run at AVX2")):
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+        line = started_precision(result)
+        assert f"precision {precision} (" in line and reason in line, line
+    (run_dir,) = (tmp_path / "avx2" / "mabt").iterdir()
+    args = read_json(run_dir / ARGS)
+    assert args["precision"] == "32" and "AVX2" in args["performance"]["precision_reason"]
+
+
+@pytest.mark.slow
+def test_an_explicit_precision_wins_over_the_cpu_choice(tiny_cifar, tmp_path):
+    result = pretrain(tiny_cifar, tmp_path, precision=32)
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = started_precision(result)
+    assert "precision 32;" in line, line  # no reason: nothing was chosen for the user
+    (run_dir,) = (tmp_path / "mabt").iterdir()
+    assert read_json(run_dir / ARGS)["precision"] in ("32", 32)
+
+
+def test_the_cpu_recipes_ask_for_auto():
+    from mvssl_plugin.cli.config_name import compose_recipe
+
+    for recipe in ("mabt_cifar_cpu.yaml", "mavicreg_cifar_cpu.yaml"):
+        assert compose_recipe(recipe, "pretrain").precision == "auto", recipe
