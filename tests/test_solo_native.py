@@ -288,6 +288,44 @@ def test_views_spread_over_solo_pipelines_and_crop_counts_round_trip():
     assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (5, 2) and "mvssl_crop_counts" not in cfg.data
 
 
+def importable_site_dirs() -> list:
+    """The site-packages folders this interpreter imports from: an outer virtualenv's own (which
+    ``venv --system-site-packages`` would not see: it reaches the base interpreter's), and the base
+    interpreter's or the user's where this environment includes them."""
+    return [
+        p
+        for p in dict.fromkeys(sys.path)
+        if p and Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()
+    ]
+
+
+def venv_seeing_this_interpreters_packages(venv: Path) -> Path:
+    """A fresh venv whose own site-packages comes first, then :func:`importable_site_dirs` (one
+    ``.pth`` of plain paths: their own .pth files, an editable checkout's finder among them,
+    stay unread). Returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(own) / "outer_site_packages.pth").write_text("".join(f"{p}\n" for p in importable_site_dirs()))
+    return python
+
+
+def test_the_inner_venv_imports_what_this_interpreter_imports(tmp_path):
+    """Inside a virtualenv (how most people install) the wheel test's venv must still import the
+    dependencies: once it was made with --system-site-packages and lacked omegaconf there."""
+    python = venv_seeing_this_interpreters_packages(tmp_path / "venv")
+    code = "import omegaconf, torch, solo, sys; print(sys.prefix)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == str(tmp_path / "venv")
+
+
 def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
     """The wheel alone: recipes as package data, found from a folder outside the checkout."""
     wheels = tmp_path / "wheels"
@@ -303,8 +341,7 @@ def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
         pytest.skip(f"cannot build the wheel here: {build.stderr.strip().splitlines()[-1:]}")
     (wheel,) = wheels.glob("mvssl_plugin-*.whl")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
+    python = venv_seeing_this_interpreters_packages(venv)
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=300)
     empty = tmp_path / "empty"
     empty.mkdir()
