@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mvssl_plugin.config.augmentations import hide_crop_counts, restore_crop_counts, views_to_crops
-from tests.helpers import REPO, make_image_folder
+from tests.helpers import REPO, make_image_folder, run_entry
 
 SOLO = REPO.parent / "shared" / "solo-learn"
 PTH = REPO / "mvssl_plugin_autoregister.pth"
@@ -177,6 +177,37 @@ def test_install_solo_recipes_run_under_solo_main_pretrain(solo_tree):
     assert saved["method"] == "mavicreg" and saved["data"]["num_large_crops"] == 4
     assert [p["num_crops"] for p in saved["augmentations"]] == [2, 2]
     assert isinstance(saved["method_kwargs"]["cov_loss_weight"], float)
+
+
+@NEEDS_SOLO_TREE
+def test_the_plugins_recipes_and_commands_work_from_solo_learns_tree(solo_tree):
+    """From inside a solo-learn checkout, whose own scripts/pretrain/ comes first: the plugin's
+    --config-name still finds its recipes, and mvssl-recipes lists both and shows the plugin's."""
+    from mvssl_plugin.config.recipe_files import PACKAGE_RECIPES
+
+    tree = solo_tree / "solo-learn"
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
+    recipes = [sys.executable, "-m", "mvssl_plugin.cli.recipes"]
+    listing = subprocess.run(recipes, cwd=tree, env=env, capture_output=True, text=True)
+    assert listing.returncode == 0, listing.stderr[-2000:]
+    assert (
+        f"pretrain recipes in {tree / 'scripts' / 'pretrain'}:" in listing.stdout
+        and "cifar/barlow.yaml" in listing.stdout
+    )
+    assert f"pretrain recipes in {PACKAGE_RECIPES / 'pretrain'}:" in listing.stdout
+    shown = subprocess.run([*recipes, "show", "mabt_cifar"], cwd=tree, env=env, capture_output=True, text=True)
+    assert shown.stdout.strip() == str(PACKAGE_RECIPES / "pretrain" / "cifar10" / "mabt_cifar.yaml"), shown.stderr
+    job = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", "--cfg", "job"], cwd=tree)
+    assert job.returncode == 0 and "method: mabt" in job.stdout, job.stderr[-2000:]
+
+
+def fake_solo_checkout(root: Path) -> Path:
+    """The files ``install-solo`` checks a solo-learn checkout by, nothing else."""
+    for folder in ("solo/methods", "scripts/pretrain/cifar", "scripts/pretrain/imagenet-100"):
+        (root / folder).mkdir(parents=True)
+    (root / "main_pretrain.py").write_text("")
+    (root / "solo" / "methods" / "__init__.py").write_text("")
+    return root
 
 
 def write_stl10_binary(root: Path, seed: int = 0) -> Path:
@@ -358,6 +389,17 @@ def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
     assert (next(venv.glob("lib/python*/site-packages")) / PTH.name).is_file()
     listing = subprocess.run([str(venv / "bin" / "mvssl-recipes")], cwd=empty, env=env, capture_output=True, text=True)
     assert "cifar10/mabt_cifar.yaml" in listing.stdout and str(venv) in listing.stdout
+    solo = fake_solo_checkout(tmp_path / "solo-learn")
+    install = subprocess.run(
+        [str(venv / "bin" / "mvssl-recipes"), "install-solo", str(solo)],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert install.returncode == 0, install.stderr[-2000:]
+    assert (solo / "scripts" / "pretrain" / "cifar" / "mabt.yaml").is_file()
+    assert (solo / "scripts" / "pretrain" / "stl10" / "augmentations" / "symmetric.yaml").is_file()
     data = tmp_path / "data"
     make_image_folder(data / "train", classes=3, per_class=8)
     make_image_folder(data / "test", classes=3, per_class=4, seed=1)
