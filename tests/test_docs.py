@@ -80,8 +80,8 @@ def check_command(line: str, scripts: set) -> None:
     first = tokens[0]
     if first.startswith("mvssl-"):
         assert first in scripts, f"{first}: no such console script in pyproject.toml"
-    if "-m" in tokens and first.startswith("python"):
-        module = tokens[tokens.index("-m") + 1]
+    if first.startswith("python") and tokens[1:2] == ["-m"]:  # not Hydra's -m (multirun) further on
+        module = tokens[2]
         if module not in ("venv", "pip", "pytest", "ruff"):
             assert importlib.util.find_spec(module) is not None, f"python -m {module}: no such module"
     for token in tokens:
