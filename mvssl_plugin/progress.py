@@ -49,7 +49,7 @@ class LineProgress:
             while self.next_percent <= percent:
                 self.next_percent += PERCENT_STEP
         of = f"/{self.total} ({percent:.0f}%)" if percent is not None else ""
-        return f"{self.desc}: {done}{of}, {now - self.start:.0f} s"
+        return f"{self.desc} {done}{of}, {now - self.start:.0f} s"
 
 
 def progress(

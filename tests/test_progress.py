@@ -32,26 +32,26 @@ def test_a_line_every_ten_percent_when_steps_are_slow_enough():
     said = lines_at(100, MIN_SECONDS, 100)
     assert (
         len(said) == 10
-        and said[0] == "epoch 0 train: 10/100 (10%), 50 s"
-        and said[-1].startswith("epoch 0 train: 100/100")
+        and said[0] == "epoch 0 train 10/100 (10%), 50 s"
+        and said[-1].startswith("epoch 0 train 100/100")
     )
 
 
 def test_fast_loops_say_only_their_end_and_slow_ones_at_least_every_minute():
-    assert lines_at(1000, 0.001, 1000) == ["epoch 0 train: 1000/1000 (100%), 1 s"]
+    assert lines_at(1000, 0.001, 1000) == ["epoch 0 train 1000/1000 (100%), 1 s"]
     slow = lines_at(10_000, MAX_SECONDS / 4, 20)  # 20 steps, far below 10%: a line per minute
-    assert [line.split(":")[1].split(",")[0].strip() for line in slow] == ["4/10000 (0%)", "8/10000 (0%)",
+    assert [line.split(",")[0].removeprefix("epoch 0 train ") for line in slow] == ["4/10000 (0%)", "8/10000 (0%)",
                                                                            "12/10000 (0%)", "16/10000 (0%)",
                                                                            "20/10000 (0%)"]  # fmt: skip
 
 
 def test_an_unknown_total_still_gets_timed_lines():
-    assert lines_at(None, MAX_SECONDS, 2) == ["epoch 0 train: 1, 60 s", "epoch 0 train: 2, 120 s"]
+    assert lines_at(None, MAX_SECONDS, 2) == ["epoch 0 train 1, 60 s", "epoch 0 train 2, 120 s"]
 
 
 def test_progress_to_a_file_writes_lines_and_every_item():
     stream = io.StringIO()
     assert list(progress(range(7), "val features", stream=stream)) == list(range(7))
-    assert "\r" not in stream.getvalue() and stream.getvalue() == "val features: 7/7 (100%), 0 s\n"
+    assert "\r" not in stream.getvalue() and stream.getvalue() == "val features 7/7 (100%), 0 s\n"
     quiet = io.StringIO()
     assert list(progress(range(3), None, stream=quiet)) == [0, 1, 2] and quiet.getvalue() == ""

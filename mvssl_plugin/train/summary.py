@@ -175,7 +175,7 @@ class EpochSummary(Callback):
 
 class LogProgress(ProgressBar):
     """Lightning's progress bar for a log file (stdout not a terminal): lines as
-    :class:`~mvssl_plugin.progress.LineProgress` spaces them, ``mvssl: epoch 3 train: 120/390 (31%), 42 s``,
+    :class:`~mvssl_plugin.progress.LineProgress` spaces them, ``mvssl: epoch 3, training step 120/390 (31%), 42 s``,
     instead of tqdm's carriage-return redraws. Global rank 0 only."""
 
     def __init__(self) -> None:
@@ -193,7 +193,7 @@ class LogProgress(ProgressBar):
 
     def _lines(self, trainer, stage: str, total) -> LineProgress:
         steps = int(total) if total is not None and math.isfinite(total) else None
-        return LineProgress(f"mvssl: epoch {trainer.current_epoch} {stage}", steps)
+        return LineProgress(f"mvssl: epoch {trainer.current_epoch}, {stage}", steps)
 
     def _say(self, trainer, lines: Optional[LineProgress], done: int) -> None:
         line = lines.update(done) if lines is not None else None
@@ -201,13 +201,13 @@ class LogProgress(ProgressBar):
             print(line, flush=True)
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self._train = self._lines(trainer, "train", self.total_train_batches)
+        self._train = self._lines(trainer, "training step", self.total_train_batches)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self._say(trainer, self._train, batch_idx + 1)
 
     def on_validation_start(self, trainer, pl_module) -> None:
-        self._val, self._val_done = self._lines(trainer, "val", self.total_val_batches), 0
+        self._val, self._val_done = self._lines(trainer, "validation batch", self.total_val_batches), 0
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
         if not trainer.sanity_checking:
