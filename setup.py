@@ -15,8 +15,8 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 PTH = HERE / "mvssl_plugin_autoregister.pth"
-#: scripts/<kind>/ -> mvssl_plugin/recipes/<kind>/ (mvssl_plugin.config.recipe_files.RECIPE_KINDS)
-RECIPE_KINDS = ("pretrain", "linear", "solo")
+#: every recipe under it (scripts/<kind>/...) goes to mvssl_plugin/recipes/<kind>/... in the wheel
+SCRIPTS = HERE / "scripts"
 
 
 class BuildPyWithPth(build_py):
@@ -31,12 +31,11 @@ class BuildPyWithPth(build_py):
         target = build / PTH.name
         target.write_text(PTH.read_text())
         self._extra_outputs = [str(target)]
-        for kind in RECIPE_KINDS:
-            for source in sorted((HERE / "scripts" / kind).rglob("*.yaml")):
-                dest = build / "mvssl_plugin" / "recipes" / source.relative_to(HERE / "scripts")
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(source.read_bytes())
-                self._extra_outputs.append(str(dest))
+        for source in sorted(SCRIPTS.rglob("*.yaml")):
+            dest = build / "mvssl_plugin" / "recipes" / source.relative_to(SCRIPTS)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(source.read_bytes())
+            self._extra_outputs.append(str(dest))
 
     def get_outputs(self, *args, **kwargs):
         return super().get_outputs(*args, **kwargs) + getattr(self, "_extra_outputs", [])

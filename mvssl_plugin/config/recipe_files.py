@@ -8,12 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List
 
-#: The folders of the recipe kinds, one copy in the tree: scripts/pretrain/<dataset>/ and
-#: scripts/linear/<dataset>/ where solo-learn keeps its own, and scripts/solo/ (solo-learn's layout).
-RECIPE_KINDS = ("pretrain", "linear", "solo")
 _PACKAGE = Path(__file__).resolve().parents[1]
-#: The plugin's recipes: the wheel's package data (built from scripts/ by setup.py), else the
-#: checkout's scripts/ (a clone, an editable install).
+#: The plugin's recipes, one copy in the tree where solo-learn keeps its own: scripts/pretrain/<dataset>/,
+#: scripts/linear/<dataset>/, and scripts/solo/ in solo-learn's layout. The wheel carries them as
+#: package data (mvssl_plugin/recipes/, built by setup.py); a clone or an editable install reads scripts/.
 PACKAGE_RECIPES = _PACKAGE / "recipes" if (_PACKAGE / "recipes" / "pretrain").is_dir() else _PACKAGE.parent / "scripts"
 #: Recipes in solo-learn's own layout (scripts/pretrain/<dataset>/), copied into a solo-learn
 #: checkout by ``mvssl-recipes install-solo``; not recipes of the plugin's entry points.
