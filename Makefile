@@ -17,7 +17,7 @@ lint:
 
 # what CI runs (.ci/run): the lint, the whole suite (DALI's tests included), then the
 # entry-point tests once more with oneDNN held to AVX2, as on CPUs without AVX-512, where
-# torch 2.12's channels-last convolutions of < 8 channels corrupt memory (README, "Hardware")
+# torch 2.12's channels-last convolutions of < 8 channels corrupt memory (docs/hardware.md, "Every CPU")
 AVX2_ONLY = DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
 test:
 	PYTHON=$(PYTHON) EXTRAS=test,dali bash scripts/install.sh

@@ -1,29 +1,44 @@
-"""setup.py shim: pyproject.toml holds all the metadata. This file only adds
-``mvssl_plugin_autoregister.pth`` to site-packages, in the wheel and in editable installs:
-at interpreter start it puts a standard-library-only finder on ``sys.meta_path`` that
-registers the plugin when solo-learn's ``solo.methods`` is first imported
-(the top-level module mvssl_plugin_autoregister.py; ``MVSSL_PLUGIN_AUTOREGISTER=0`` turns it off)."""
+"""setup.py shim: pyproject.toml holds all the metadata. This file adds two things:
+
+- ``mvssl_plugin_autoregister.pth`` in site-packages, in the wheel and in editable installs:
+  at interpreter start it puts a standard-library-only finder on ``sys.meta_path`` that
+  registers the plugin when solo-learn's ``solo.methods`` is first imported (the top-level
+  module mvssl_plugin_autoregister.py; ``MVSSL_PLUGIN_AUTOREGISTER=0`` turns it off);
+- the recipes, kept once in the tree where solo-learn keeps its own (scripts/pretrain/,
+  scripts/linear/, and scripts/solo/ in solo-learn's layout), as the wheel's package data
+  ``mvssl_plugin/recipes/``. An editable install reads them from scripts/ directly."""
 
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-PTH = Path(__file__).resolve().parent / "mvssl_plugin_autoregister.pth"
+HERE = Path(__file__).resolve().parent
+PTH = HERE / "mvssl_plugin_autoregister.pth"
+#: every recipe under it (scripts/<kind>/...) goes to mvssl_plugin/recipes/<kind>/... in the wheel
+SCRIPTS = HERE / "scripts"
 
 
 class BuildPyWithPth(build_py):
-    """build_py, plus the .pth at the root of the build (the wheel's site-packages root)."""
+    """build_py, plus the .pth at the root of the build (the wheel's site-packages root) and
+    the recipes of scripts/ under mvssl_plugin/recipes/."""
 
     def run(self):
         super().run()
-        if not getattr(self, "editable_mode", False):
-            target = Path(self.build_lib) / PTH.name
-            target.write_text(PTH.read_text())
-            self._pth_outputs = [str(target)]
+        if getattr(self, "editable_mode", False):
+            return
+        build = Path(self.build_lib)
+        target = build / PTH.name
+        target.write_text(PTH.read_text())
+        self._extra_outputs = [str(target)]
+        for source in sorted(SCRIPTS.rglob("*.yaml")):
+            dest = build / "mvssl_plugin" / "recipes" / source.relative_to(SCRIPTS)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(source.read_bytes())
+            self._extra_outputs.append(str(dest))
 
     def get_outputs(self, *args, **kwargs):
-        return super().get_outputs(*args, **kwargs) + getattr(self, "_pth_outputs", [])
+        return super().get_outputs(*args, **kwargs) + getattr(self, "_extra_outputs", [])
 
 
 cmdclass = {"build_py": BuildPyWithPth}

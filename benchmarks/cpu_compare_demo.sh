@@ -3,7 +3,7 @@
 # solo-learn's barlow_twins / vicreg (2 views), same recipe otherwise (width-16 ResNet-18,
 # 10% of the training images, d = 256, beta by the rule), plus a random-init reference.
 # Every run is then evaluated three ways (solo-learn's linear flow, the fast probe, kNN) and
-# compared. Results: benchmarks/results/cpu_demo/ (README, "Evaluate"). About 25 minutes on
+# compared. Results: benchmarks/results/cpu_demo/ (docs/evaluate.md). About 25 minutes on
 # 2 cores. A sanity run of the tooling, far too small to test the paper's claims.
 #
 #   bash benchmarks/cpu_compare_demo.sh            # DATA=../shared/data/cifar10 EPOCHS=5

@@ -2,7 +2,7 @@
 
     python benchmarks/report.py [--results benchmarks/results] [--metric val_acc1]
 
-Runs are the folders the study recipes write (``mvssl_plugin/recipes/pretrain/cifar10/study_*.yaml``):
+Runs are the folders the study recipes write (``scripts/pretrain/cifar10/study_*.yaml``):
 args.json + metrics.csv + run.json (exact command, device, clocks). Runs accumulate across
 sessions and machines; for a configuration run more than once the newest is used and the
 count shown. Writes ``report.md``, one CSV per study and the plots into the results folder;

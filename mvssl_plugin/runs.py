@@ -49,6 +49,28 @@ def write_error(path: str | Path, err: OSError) -> WriteError:
     return WriteError(f"could not write {path}: {reason} ({code}); the files written before it are intact")
 
 
+def check_writable_folder(path: str | Path, setting: str) -> None:
+    """That ``path`` is a folder this process may write into, or one it can create: checked
+    before any work, so that a run does not end in a traceback at its first write (solo-learn's
+    checkpointer after the model is built, a checkpoint after an epoch). Creates nothing.
+
+    Raises:
+        ConfigError: one line naming ``setting`` (what the user sets: ``checkpoint.dir=...``,
+            ``--out ...``) and the part of ``path`` in the way.
+    """
+    target = Path(os.path.abspath(path))
+    existing = target
+    while not existing.exists() and existing.parent != existing:  # below a file, exists() is False
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{setting}: {existing} is a file, so no folder can be made there; choose another folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        verb = "is" if existing == target else f"cannot be created: {existing} is"
+        raise ConfigError(
+            f"{setting}: {target} {verb} not writable (permissions or a read-only disk); choose another folder"
+        )
+
+
 @contextmanager
 def writing(path: str | Path, partial: Optional[str | Path] = None) -> Iterator[None]:
     """Turns an OSError raised while writing ``path`` into a :class:`WriteError` naming it,

@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mvssl_plugin.config.views import HIDDEN_CROPS, hide_crop_counts, restore_crop_counts, views_to_crops
-from tests.helpers import REPO, make_image_folder
+from tests.helpers import REPO, make_image_folder, run_entry
 
 SOLO = REPO.parent / "shared" / "solo-learn"
 PTH = REPO / "mvssl_plugin_autoregister.pth"
@@ -184,6 +184,37 @@ def test_install_solo_recipes_run_under_solo_main_pretrain(solo_tree):
     assert isinstance(saved["method_kwargs"]["cov_loss_weight"], float)
 
 
+@NEEDS_SOLO_TREE
+def test_the_plugins_recipes_and_commands_work_from_solo_learns_tree(solo_tree):
+    """From inside a solo-learn checkout, whose own scripts/pretrain/ comes first: the plugin's
+    --config-name still finds its recipes, and mvssl-recipes lists both and shows the plugin's."""
+    from mvssl_plugin.config.recipe_files import PACKAGE_RECIPES
+
+    tree = solo_tree / "solo-learn"
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
+    recipes = [sys.executable, "-m", "mvssl_plugin.cli.recipes"]
+    listing = subprocess.run(recipes, cwd=tree, env=env, capture_output=True, text=True)
+    assert listing.returncode == 0, listing.stderr[-2000:]
+    assert (
+        f"pretrain recipes in {tree / 'scripts' / 'pretrain'}:" in listing.stdout
+        and "cifar/barlow.yaml" in listing.stdout
+    )
+    assert f"pretrain recipes in {PACKAGE_RECIPES / 'pretrain'}:" in listing.stdout
+    shown = subprocess.run([*recipes, "show", "mabt_cifar"], cwd=tree, env=env, capture_output=True, text=True)
+    assert shown.stdout.strip() == str(PACKAGE_RECIPES / "pretrain" / "cifar10" / "mabt_cifar.yaml"), shown.stderr
+    job = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", "--cfg", "job"], cwd=tree)
+    assert job.returncode == 0 and "method: mabt" in job.stdout, job.stderr[-2000:]
+
+
+def fake_solo_checkout(root: Path) -> Path:
+    """The files ``install-solo`` checks a solo-learn checkout by, nothing else."""
+    for folder in ("solo/methods", "scripts/pretrain/cifar", "scripts/pretrain/imagenet-100"):
+        (root / folder).mkdir(parents=True)
+    (root / "main_pretrain.py").write_text("")
+    (root / "solo" / "methods" / "__init__.py").write_text("")
+    return root
+
+
 def write_stl10_binary(root: Path, seed: int = 0) -> Path:
     """torchvision's STL-10 files (stl10_binary/*.bin: uint8 images stored column-major, labels
     1..10), a few images each, as solo-learn's ``dataset: stl10`` reads them."""
@@ -298,6 +329,45 @@ def test_views_spread_over_solo_pipelines_and_crop_counts_round_trip():
     assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (5, 2) and HIDDEN_CROPS not in cfg.data
 
 
+def importable_site_dirs() -> list:
+    """The site-packages folders this interpreter imports from: an outer virtualenv's own (which
+    ``venv --system-site-packages`` would not see: it reaches the base interpreter's), and the base
+    interpreter's or the user's where this environment includes them."""
+    return [
+        p
+        for p in dict.fromkeys(sys.path)
+        if p and Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()
+    ]
+
+
+def venv_seeing_this_interpreters_packages(venv: Path) -> Path:
+    """A fresh venv whose own site-packages comes first, then :func:`importable_site_dirs` (one
+    ``.pth`` of plain paths: their own .pth files, an editable checkout's finder among them,
+    stay unread). Returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(own) / "outer_site_packages.pth").write_text("".join(f"{p}\n" for p in importable_site_dirs()))
+    return python
+
+
+@pytest.mark.slow
+def test_the_inner_venv_imports_what_this_interpreter_imports(tmp_path):
+    """Inside a virtualenv (how most people install) the wheel test's venv must still import the
+    dependencies: once it was made with --system-site-packages and lacked omegaconf there."""
+    python = venv_seeing_this_interpreters_packages(tmp_path / "venv")
+    code = "import omegaconf, torch, solo, sys; print(sys.prefix)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == str(tmp_path / "venv")
+
+
 @pytest.mark.slow
 def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
     """The wheel alone: recipes as package data, found from a folder outside the checkout."""
@@ -314,8 +384,7 @@ def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
         pytest.skip(f"cannot build the wheel here: {build.stderr.strip().splitlines()[-1:]}")
     (wheel,) = wheels.glob("mvssl_plugin-*.whl")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
+    python = venv_seeing_this_interpreters_packages(venv)
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=300)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -332,6 +401,17 @@ def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
     assert (next(venv.glob("lib/python*/site-packages")) / PTH.name).is_file()
     listing = subprocess.run([str(venv / "bin" / "mvssl-recipes")], cwd=empty, env=env, capture_output=True, text=True)
     assert "cifar10/mabt_cifar.yaml" in listing.stdout and str(venv) in listing.stdout
+    solo = fake_solo_checkout(tmp_path / "solo-learn")
+    install = subprocess.run(
+        [str(venv / "bin" / "mvssl-recipes"), "install-solo", str(solo)],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert install.returncode == 0, install.stderr[-2000:]
+    assert (solo / "scripts" / "pretrain" / "cifar" / "mabt.yaml").is_file()
+    assert (solo / "scripts" / "pretrain" / "stl10" / "augmentations" / "symmetric.yaml").is_file()
     data = tmp_path / "data"
     make_image_folder(data / "train", classes=3, per_class=8)
     make_image_folder(data / "test", classes=3, per_class=4, seed=1)

@@ -12,6 +12,7 @@ import sys
 from typing import List, Optional
 
 from mvssl_plugin.cli.report import quiet_dependency_warnings, report_errors
+from mvssl_plugin.runs import check_writable_folder
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +30,7 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     quiet_dependency_warnings()
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    check_writable_folder(args.out, f"--out {args.out}")
     result = compare(args.runs, args.out, args.metric, args.targets)
     print(markdown(result["table"]))
     print("wrote", *map(str, result["files"]), sep="\n  ")

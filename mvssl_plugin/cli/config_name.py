@@ -1,6 +1,6 @@
 """Where ``--config-name`` finds a recipe: scripts/<kind>/<dataset>/ of the working
-directory, else the package's mvssl_plugin/recipes/<kind>/<dataset>/, with no
-``--config-path`` needed."""
+directory, else the plugin's own (scripts/<kind>/<dataset>/ of its checkout, or the wheel's
+mvssl_plugin/recipes/<kind>/<dataset>/), with no ``--config-path`` needed."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from typing import List, Optional
 from mvssl_plugin.cli.report import quiet_dependency_warnings, report_errors
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.eval.knn import DISTANCES, FEATURE_TYPES
+from mvssl_plugin.runs import check_writable_folder
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +57,11 @@ def check_args(args: argparse.Namespace) -> List[str]:
         if args.data_format == "image_folder" and args.dataset in ("imagenet", "imagenet100", "custom"):
             if not is_image_folder_tree(path):
                 raise ConfigError(f"{flag} {path} is not an ImageFolder tree (one sub-folder of images per class)")
+    run = Path(args.pretrained_checkpoint_dir)
+    if run.exists():  # a missing one is named by the checkpoint lookup
+        check_writable_folder(
+            run if run.is_dir() else run.parent, f"--pretrained_checkpoint_dir {run} (knn.csv goes there)"
+        )
     train, val = args.train_data_path, args.val_data_path
     if args.data_format != "h5" and is_image_folder_tree(train) and is_image_folder_tree(val):
         # the datasets are relabelled by name too (data.datasets.label_by_name); said here, early

@@ -144,7 +144,7 @@ def plan_cpu_threads(cores: int, processes: int, workers: int) -> Tuple[int, int
     Why the share and not fewer threads: with OpenMP's passive wait where loader workers
     share the cores (:func:`openmp_wait_policy`), the whole share was fastest both on a quiet
     2-core machine and beside other work; one thread took 1.24x to 1.29x the time on the quiet
-    machine (benchmarks/bench_threads.py, README "Hardware")."""
+    machine (benchmarks/bench_threads.py, docs/hardware.md)."""
     share = max(1, cores // max(1, processes))
     return share, min(workers, share)
 

@@ -80,11 +80,12 @@ def extract_features(
 
     ``model`` maps images to solo-learn's output dict (``feats``, and ``z`` when it has a
     projector) and sits on ``device`` in eval mode; batches are ``(images, labels)``.
-    ``desc``: show a progress bar with this title (on stderr)."""
-    from tqdm.auto import tqdm
+    ``desc``: show progress with this title on stderr (:func:`mvssl_plugin.progress.progress`:
+    a bar on a terminal, a line every few percent in a log)."""
+    from mvssl_plugin.progress import progress
 
     backbone, projector, labels = [], [], []
-    for images, targets in tqdm(loader, desc=desc, disable=desc is None, leave=False, dynamic_ncols=True):
+    for images, targets in progress(loader, desc):
         out = model(images.to(device, non_blocking=True))
         backbone.append(out["feats"].float().cpu())
         if "z" in out:

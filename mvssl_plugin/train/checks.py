@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Callable, Dict, List, Tuple, Type
 
 from omegaconf import DictConfig
@@ -28,7 +29,7 @@ from mvssl_plugin.data.checks import check_data, class_match_notices, nested_fol
 from mvssl_plugin.data.datasets import Screen, eval_keeps_size
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import is_multiview
-from mvssl_plugin.runs import incomplete_checkpoints, is_complete_checkpoint, newest_checkpoint
+from mvssl_plugin.runs import check_writable_folder, incomplete_checkpoints, is_complete_checkpoint, newest_checkpoint
 from mvssl_plugin.train.peak_ram_check import check_peak_ram
 
 
@@ -77,6 +78,33 @@ def telling(warnings: List[str]) -> Iterator[None]:
         raise ConfigError("; ".join([str(err), *warnings])) from None
 
 
+def check_output_folders(cfg: DictConfig) -> None:
+    """Every folder the run will write, checked writable before any data is read: the
+    checkpoint folder, wandb's (``./wandb`` of the working folder: solo-learn's logger gives it
+    no other), the in-memory format's decode cache, and for the fast probe the run folder its
+    ``probe.json`` goes into. A run that cannot write stops here, not after its first epoch."""
+    if select(cfg, "checkpoint.enabled", False) and select(cfg, "probe") is None:
+        folder = select(cfg, "checkpoint.dir")
+        check_writable_folder(folder, f"checkpoint.dir={folder}")
+    if select(cfg, "wandb.enabled", False):
+        check_writable_folder(
+            Path.cwd() / "wandb", "wandb.enabled=true (its files go to ./wandb/ of the working folder)"
+        )
+    if select(cfg, "data.format") == "memory":
+        from mvssl_plugin.data.inmemory.cache import default_cache_dir
+
+        cache = select(cfg, "memory.cache_dir")
+        folder = cache if cache is not None else default_cache_dir(cfg.data.train_path)
+        check_writable_folder(
+            folder, f"memory.cache_dir={cache if cache is not None else f'null (the default, {folder})'}"
+        )
+    ckpt = select(cfg, "pretrained_feature_extractor")
+    if select(cfg, "probe") is not None and ckpt is not None:
+        check_writable_folder(
+            Path(str(ckpt)).parent, f"pretrained_feature_extractor={ckpt} (probe.json goes beside it)"
+        )
+
+
 def check_pretrain_cfg(
     cfg: DictConfig, methods: Dict[str, Type], backbones: Dict, optimizers: Tuple[str, ...]
 ) -> List[str]:
@@ -85,6 +113,7 @@ def check_pretrain_cfg(
     key_warnings = check_keys(cfg, "pretrain", methods[cfg.method], plugin_method=is_multiview(cfg.method))
     with telling(key_warnings):
         check_data(cfg)
+        check_output_folders(cfg)
         notices = key_warnings + nested_folder_notices(cfg) + class_match_notices(cfg)
         check_augmentations(cfg)
         set_crop_counts(cfg)
@@ -139,6 +168,7 @@ def check_linear_cfg(cfg: DictConfig, backbones: Dict, optimizers: Tuple[str, ..
     with telling(key_warnings):
         notices = key_warnings + resolve_checkpoint(cfg)
         check_data(cfg)
+        check_output_folders(cfg)
         notices += nested_folder_notices(cfg) + class_match_notices(cfg)
         if select(cfg, "data.val_path") is None:
             raise ConfigError("data.val_path is missing: linear evaluation needs a validation set")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple
@@ -106,14 +107,17 @@ def build_trainer(
     from lightning.pytorch.strategies.ddp import DDPStrategy
 
     from mvssl_plugin.eval.effective_rank import EffectiveRank
+    from mvssl_plugin.progress import is_terminal
     from mvssl_plugin.train.checkpoints import AtomicCheckpointer
     from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
     from mvssl_plugin.train.signals import GracefulStop
-    from mvssl_plugin.train.summary import EpochSummary
+    from mvssl_plugin.train.summary import EpochSummary, LogProgress
 
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
     run_log = RunLog()
     callbacks, logger = [EpochSummary(), run_log], None
+    if select(cfg, "enable_progress_bar", True) and not is_terminal(sys.stdout):
+        callbacks.append(LogProgress())  # a log file: lines, not tqdm's carriage-return redraws
     if select(cfg, "time_to_accuracy.enabled", False):
         callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets, clock=run_log))
     if select(cfg, "effective_rank.enabled", False):

@@ -161,7 +161,7 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
         assert parsed, path
         for name, tokens in parsed:
             recipe = tokens[tokens.index("--config-name") + 1]
-            assert (REPO / "mvssl_plugin" / "recipes" / "pretrain" / "cifar10" / recipe).is_file(), (path.name, name)
+            assert (REPO / "scripts" / "pretrain" / "cifar10" / recipe).is_file(), (path.name, name)
             assert "checkpoint.dir={out}" in tokens and "auto_resume.enabled=true" in tokens, (path.name, name)
 
 

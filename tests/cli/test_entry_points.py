@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,7 +144,9 @@ def test_config_name_resolves_without_config_path(command, tmp_path):
     if command.endswith(".py"):
         result = run_entry(command, args, cwd=tmp_path)
     else:
-        executable = shutil.which(command)
+        # beside this interpreter first: a venv's python run without activating the venv
+        search = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        executable = shutil.which(command, path=search)
         assert executable, f"{command} is not installed: pip install -e ."
         result = subprocess.run([executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -154,7 +158,7 @@ def test_solo_style_relative_config_path_works(tmp_path):
     """solo-learn's habit, ``--config-path`` relative to the current folder, still works."""
     args = [
         "--config-path",
-        "mvssl_plugin/recipes/pretrain/cifar100",
+        "scripts/pretrain/cifar100",
         "--config-name",
         "mavicreg_cifar100.yaml",
         "--cfg",

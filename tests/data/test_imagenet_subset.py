@@ -266,7 +266,7 @@ def test_imagenet100_recipe_trains_on_the_built_tree(recipe, data_format, built_
 def test_memory_format_refuses_a_data_set_that_cannot_fit(built_imagenet100, tmp_path):
     """The decoded set is checked against the free RAM before any decoding: 200 images stored
     at 40,000 px a side would need 894 GiB (the full ImageNet-100 at the default 256 px is
-    under 24 GiB; README)."""
+    under 24 GiB; docs/data.md)."""
     extra = {"data.format": "memory", "memory.size": 40000, "memory.cache_dir": tmp_path / "cache"}
     args = ["--config-name", "mabt_imagenet100.yaml", *imagenet100_overrides(built_imagenet100, tmp_path, **extra)]
     result = run_entry("main_pretrain.py", args, cwd=tmp_path)
@@ -285,7 +285,7 @@ def free_port() -> int:
 
 
 def test_torchrun_two_nodes_on_loopback(tiny_cifar, tmp_path):
-    """What README's multi-node launch runs: one torchrun per node (--nnodes 2, its
+    """What docs/many-machines.md's multi-node launch runs: one torchrun per node (--nnodes 2, its
     --node_rank, the master's address and port), each starting one process of the entry point
     with ++num_nodes=2 devices=1; two CPU processes of one run, one checkpoint."""
     from helpers import tiny_overrides

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,17 @@ def runs(tiny_cifar, tmp_path_factory) -> dict:
 
 
 @pytest.mark.slow
+def test_a_run_logged_to_a_file_prints_progress_lines_not_redraws(runs):
+    """stdout is a pipe here, as under nohup, CI or SLURM: each epoch's progress is whole lines."""
+    stdout = runs["mabt_stdout"]
+    assert "\r" not in stdout
+    for epoch in (0, 1):
+        assert re.search(rf"^mvssl: epoch {epoch}, training step (\d+)/\1 \(100%\), \d+ s$", stdout, re.M), stdout[
+            -2000:
+        ]
+
+
+@pytest.mark.slow
 def test_metrics_csv_holds_every_epoch_with_clock_and_effective_rank(runs):
     rows = read_rows(runs["mabt"] / "metrics.csv")
     assert [int(r["epoch"]) for r in rows] == [0, 1]
@@ -145,6 +157,8 @@ def test_offline_knn_on_the_cpu_with_solo_learns_flags(runs, tiny_cifar, tmp_pat
     result = run_entry("main_knn.py", args, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "scheduler_interval" not in result.stderr, "solo-learn's resume caution: an evaluation resumes nothing"
+    # no terminal here: whole progress lines, not tqdm's carriage-return redraws on one line
+    assert "\r" not in result.stderr and re.search(r"^train features \d+/\d+ \(100%\), \d+ s$", result.stderr, re.M)
     rows = read_rows(runs["mabt"] / "knn.csv")
     assert len(rows) == 2 * 2 * 2  # feature x k x (cosine with one T, euclidean)
     assert {(r["feature"], r["distance"]) for r in rows} == {
