@@ -105,9 +105,10 @@ class Cluster:
 
 
 def log(out: Path, job_id: str) -> str:
-    """The job's output file (all its starts: --open-mode=append)."""
+    """The job's output file (all its starts: --open-mode=append); every job's in ``out`` for
+    a task of an array (its file is named by the task's own job id)."""
     path = out / f"mvssl-pretrain-{job_id}.out"
-    return path.read_text() if path.is_file() else ""
+    return path.read_text() if path.is_file() else "".join(p.read_text() for p in sorted(out.glob("*.out")))
 
 
 def only_run(out: Path) -> Path:
@@ -214,6 +215,29 @@ def test_the_template_trains_two_processes_to_the_last_epoch(cluster, time_limit
 
 
 @pytest.mark.slow
+def test_a_sweep_as_a_job_array_trains_one_run_per_task(cluster, tmp_path):
+    sweep = tmp_path / "sweep.txt"
+    sweep.write_text("method_kwargs.proj_output_dim=16\nmethod_kwargs.proj_output_dim=32 optimizer.lr=0.2\n")
+    cluster.env["SWEEP"] = str(sweep)
+    try:
+        array = cluster.submit(tmp_path, "--time=10", "--array=0-1", max_epochs=1)
+    finally:
+        del cluster.env["SWEEP"]
+    for task in (0, 1):
+        info = cluster.wait(f"{array}_{task}", {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, tmp_path, 240)
+        assert info["JobState"] == "COMPLETED", log(tmp_path, array)[-4000:]
+    runs = {read_json(run / ARGS)["method_kwargs"]["proj_output_dim"]: run for run in (tmp_path / "mabt").iterdir()}
+    assert sorted(runs) == [16, 32] and len(list((tmp_path / "mabt").iterdir())) == 2  # one run folder per task
+    # the whole line is the task's: solo-learn scales lr 0.2 by batch 8 x 2 processes / 256
+    assert read_json(runs[32] / ARGS)["optimizer"]["lr"] == pytest.approx(0.2 * 8 * 2 / 256)
+    for task, dim in enumerate((16, 32)):
+        (launch,) = launches(runs[dim])
+        assert launch["slurm_job"] == f"{array}_{task}" and launch["status"] == "finished"
+        (checkpoint,) = runs[dim].glob("*.ckpt")
+        assert step(checkpoint) == STEPS
+
+
+@pytest.mark.slow
 def test_scontrol_requeue_mid_epoch_resumes_in_the_same_run_folder(cluster, tmp_path):
     job = cluster.submit(tmp_path, "--time=10", max_epochs=4)
     wait_until(lambda: list(tmp_path.glob("mabt/*/*-ep=0.ckpt")), 180, "epoch 0's checkpoint", tmp_path, job)
@@ -304,6 +328,28 @@ def test_a_repeated_sigterm_is_the_same_stop_and_a_second_ctrl_c_interrupts():
     assert stop.signum == signal.SIGTERM
     with pytest.raises(KeyboardInterrupt):
         stop._handle(signal.SIGINT, None)
+
+
+def test_every_process_stops_for_the_warning_when_one_got_it():
+    """SLURM signals the tasks one by one: rank 0 may not have its SIGUSR1 yet at the step
+    where the processes agree to stop. The warning is then decided for all, so rank 0 (the
+    one that requeues) stops for it too."""
+    from types import SimpleNamespace
+
+    from mvssl_plugin.train.signals import GracefulStop
+
+    strategy = SimpleNamespace(reduce_boolean_decision=lambda decision, all: True)  # a peer said yes
+    trainer = SimpleNamespace(
+        world_size=2, strategy=strategy, should_stop=False, is_global_zero=True, current_epoch=1, global_step=20
+    )
+    stop = GracefulStop()
+    stop.on_train_batch_end(trainer, None, None, None, 0)
+    assert stop.signum == signal.SIGUSR1 and trainer.should_stop and stop.where == "epoch 1, step 20"
+    strategy.reduce_boolean_decision = lambda decision, all: decision  # alone: no signal, no stop
+    alone = GracefulStop()
+    trainer.should_stop = False
+    alone.on_train_batch_end(trainer, None, None, None, 0)
+    assert alone.signum is None and not trainer.should_stop
 
 
 def fake_scontrol(folder: Path, status: int, message: str = "") -> Dict[str, str]:

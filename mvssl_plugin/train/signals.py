@@ -118,7 +118,10 @@ class GracefulStop(Callback):
             stop = trainer.strategy.reduce_boolean_decision(stop, all=False)
         if not stop or trainer.should_stop:
             return
-        self.signum = self.signum or signal.SIGTERM  # another process got it
+        warned = self.signum == REQUEUE_SIGNAL
+        if trainer.world_size > 1:  # SLURM signals every task, not at the same instant: a step may part them
+            warned = trainer.strategy.reduce_boolean_decision(warned, all=False)
+        self.signum = REQUEUE_SIGNAL if warned else self.signum or signal.SIGTERM  # or another process got it
         self.global_zero = trainer.is_global_zero
         self.where = f"epoch {trainer.current_epoch}, step {trainer.global_step}"
         # the epoch ends early now: its end-of-epoch checkpoint and metrics row would pass
