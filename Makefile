@@ -15,12 +15,13 @@ lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 
-# what CI runs (.ci/run): the lint, the whole suite (DALI's tests included), then the
+# what CI runs (.ci/run): the lint, the whole suite (DALI's tests included; SLURM installed
+# where apt-get can, for tests/benchmarks/test_slurm.py), then the
 # entry-point tests once more with oneDNN held to AVX2, as on CPUs without AVX-512, where
 # torch 2.12's channels-last convolutions of < 8 channels corrupt memory (docs/hardware.md, "Every CPU")
 AVX2_ONLY = DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
 test:
-	PYTHON=$(PYTHON) EXTRAS=test,dali bash scripts/install.sh
+	PYTHON=$(PYTHON) EXTRAS=test,dali WITH_SLURM=1 bash scripts/install.sh
 	$(MAKE) lint PYTHON=$(PYTHON)
 	$(PYTHON) -m pytest -q
-	$(AVX2_ONLY) $(PYTHON) -m pytest -q tests/test_entry_points.py tests/test_cpu.py
+	$(AVX2_ONLY) $(PYTHON) -m pytest -q tests/cli/test_entry_points.py tests/config/test_hardware.py

@@ -3,6 +3,7 @@
 # already at the pinned version is skipped, so a second call takes seconds.
 #   bash scripts/install.sh            # torch pair, solo-learn, the plugin with [test,dali]
 #   EXTRAS=test bash scripts/install.sh  # without DALI (788 MB); its tests then skip
+#   WITH_SLURM=1 bash scripts/install.sh # and SLURM + munge from apt-get, for tests/benchmarks/test_slurm.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,4 +51,29 @@ if [ "$here" != "$(pwd -P)" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$sta
   pip --no-build-isolation -e ".[$EXTRAS]"
   touch "$stamp"
 fi
+# SLURM and munge for tests/benchmarks/test_slurm.py (the sbatch template on a one-node cluster, see
+# docs/slurm.md), only when asked (WITH_SLURM=1, as `make test` does), where apt-get exists,
+# as root or with password-less sudo, and SLURM is missing. A failure here fails nothing: that
+# test then skips, saying why.
+SLURM_PACKAGES="slurmctld slurmd slurm-client munge"
+install_slurm() {
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo -n true 2>/dev/null || { echo "not root, and no password-less sudo"; return 1; }
+    sudo="sudo -n"
+  fi
+  local get="$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $SLURM_PACKAGES"
+  $get >/dev/null 2>&1 && return 0
+  # a fresh machine may have no package lists yet
+  { $sudo apt-get update -q >/dev/null 2>&1 && $get >/dev/null 2>&1; } || { echo "apt-get install failed"; return 1; }
+}
+if [ "${WITH_SLURM:-0}" = 1 ] && ! command -v sbatch >/dev/null 2>&1; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    step "SLURM not installed (no apt-get here): tests/benchmarks/test_slurm.py will skip"
+  else
+    step "SLURM and munge (apt-get install $SLURM_PACKAGES)"
+    why=$(install_slurm) || step "SLURM not installed ($why): tests/benchmarks/test_slurm.py will skip"
+  fi
+fi
+
 step "ready: $("$PY" -c 'import importlib.metadata as m; print(*(f"{p} {m.version(p)}" for p in ("torch", "solo-learn", "mvssl-plugin")), sep=" | ")')"

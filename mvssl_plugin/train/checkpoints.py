@@ -78,6 +78,10 @@ class AtomicCheckpointer(Checkpointer):
         process is not touched."""
         if getattr(self, "path", None) is None:
             self.initial_setup(trainer)
+            if trainer.world_size > 1:
+                # solo-learn draws a new run's id in every process; rank 0's folder is the run's,
+                # so every process names it (a stop's message on rank 1 named a folder never made)
+                self.path, self.ckpt_placeholder = trainer.strategy.broadcast((self.path, self.ckpt_placeholder))
             if trainer.is_global_zero:
                 notice = take_lock(self.path)
                 self.locked = True

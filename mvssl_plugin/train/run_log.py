@@ -140,6 +140,17 @@ def command_line() -> str:
     return " ".join(shlex.quote(a) for a in ["python", *argv])
 
 
+def slurm_job() -> Dict[str, object]:
+    """The SLURM job a launch ran in and how many times it had been requeued (a requeued job
+    keeps its id), so run.json tells a job's restarts from new submissions; empty outside SLURM."""
+    from mvssl_plugin.train.signals import slurm_job_id
+
+    job = slurm_job_id()
+    if job is None:
+        return {}
+    return {"slurm_job": job, "slurm_restarts": int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
+
+
 def device_description(trainer) -> str:
     import platform
 
@@ -203,7 +214,7 @@ class RunLog(TrainClock):
         launches = read_json(path, {"launches": []})["launches"]
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if self._launch is None or self._launch >= len(launches):
-            launches.append({"command": command_line(), "cwd": os.getcwd(), "started": now})
+            launches.append({"command": command_line(), "cwd": os.getcwd(), "started": now, **slurm_job()})
             self._launch = len(launches) - 1
         launches[self._launch].update(
             {

@@ -90,6 +90,27 @@ def run_tags(cfg: DictConfig) -> List[str]:
     return tags
 
 
+def under_slurm(environ=os.environ) -> bool:
+    """Tasks started by ``srun`` in a SLURM job: what Lightning's ``SLURMEnvironment.detect()``
+    tests (job names ``bash`` and ``interactive`` mark an interactive allocation, left to the
+    other environments), without its warning when ``srun`` exists but is not used."""
+    return "SLURM_NTASKS" in environ and environ.get("SLURM_JOB_NAME") not in ("bash", "interactive")
+
+
+def slurm_options(logdir: str, environ=os.environ) -> dict:
+    """The Trainer options of a SLURM job: Lightning's SLURM environment without its
+    auto-requeue, since the plugin's handler stops on the warning signal and requeues the job
+    (train/signals.py; two handlers would write two checkpoints and requeue twice); and
+    ``default_root_dir`` under ``checkpoint.dir``, because Lightning resumes any
+    ``hpc_ckpt_*.ckpt`` it finds there (the working folder by default) when no checkpoint is
+    given, whatever run wrote it. Empty outside SLURM."""
+    if not under_slurm(environ):
+        return {}
+    from lightning.fabric.plugins.environments import SLURMEnvironment
+
+    return {"plugins": [SLURMEnvironment(auto_requeue=False)], "default_root_dir": logdir}
+
+
 def build_trainer(
     cfg: DictConfig,
     model,
@@ -149,7 +170,8 @@ def build_trainer(
         callbacks.append(LearningRateMonitor(logging_interval="step"))
     options = OmegaConf.to_container(cfg)
     valid = inspect.signature(Trainer.__init__).parameters
-    kwargs = {name: options[name] for name in valid if name in options}
+    kwargs = {**slurm_options(os.path.join(cfg.checkpoint.dir, run_kind))}
+    kwargs.update({name: options[name] for name in valid if name in options})
     kwargs.update(
         logger=logger if logger is not None else False,
         callbacks=callbacks,
@@ -221,7 +243,7 @@ def fit(
     :func:`resume_checkpoint`'s answer when the caller asked it before building its loaders.
 
     Raises:
-        Interrupted: after a SIGINT/SIGTERM stopped the training (train/signals.py).
+        Interrupted: after a SIGINT/SIGTERM (or SLURM's SIGUSR1) stopped the training (train/signals.py).
     """
     import torch
     from solo.utils.misc import make_contiguous
@@ -242,9 +264,10 @@ def fit(
     try:
         trainer.fit(model, train_loader, val_loader, ckpt_path=ckpt_path)
     finally:
+        stop.hold_off()
         if stop.checkpointer is not None:
             stop.checkpointer.release()
-    interrupted = stop.outcome()
+    interrupted = stop.outcome()  # requeues a SLURM job after its warning signal, the lock released
     if interrupted is not None:
         raise interrupted
     return trainer

@@ -45,7 +45,7 @@ on average (PIL's blends truncate to uint8 after each colour step, here all arit
 float); PIL also quantizes the hue shift to 1/256 turn and pivots contrast on the rounded
 grey mean; PIL's blur is three box blurs (edges extended), kornia's a true Gaussian (edges
 reflected). The timings against kornia and the statistics of views against torchvision
-(tests/test_memory.py checks them on 400 views) are in
+(tests/data/test_inmemory.py checks them on 400 views) are in
 ``benchmarks/results/memory_format/augmentation_fidelity.md``.
 
 This package re-exports its public API; private helpers and module constants are not
