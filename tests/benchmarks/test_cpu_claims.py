@@ -1,0 +1,107 @@
+"""The CPU claims benchmark (benchmarks/cpu_claims.py): its grid, its pause accounting and its
+report's verdicts, on made-up CSV rows (the runs themselves take CPU-hours)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from helpers import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import cpu_claims  # noqa: E402
+import cpu_claims_report  # noqa: E402
+
+
+def test_every_run_of_the_grid_has_its_own_name_and_is_found_by_it():
+    runs = cpu_claims.schedule((1, 2))
+    names = [point.name(seed) for point, seed in runs]
+    assert len(names) == len(set(names))
+    for point, seed in runs:
+        assert cpu_claims.find_point(point.name(seed)) == (point, seed)
+    with pytest.raises(SystemExit, match="not a run of the grid"):
+        cpu_claims.find_point("mabt-m3-d1-rule-f1-e1-s1")
+
+
+def test_the_views_and_data_claims_compare_equal_views_processed():
+    """Views processed per epoch = images x m: the budgets in epochs make them equal."""
+    budget = {p.name(1): p.epochs * p.m * p.fraction for p in cpu_claims.grid() if "precision" not in p.parts}
+    views = [p for p in cpu_claims.grid() if "views" in p.parts or "data" in p.parts]
+    assert {budget[p.name(1)] for p in views} == {2 * cpu_claims.BASE_EPOCHS}
+
+
+def test_the_grid_starts_with_the_precision_check_then_one_seed_of_each_point():
+    runs = cpu_claims.schedule((1, 2))
+    check = [r for r in runs if "precision" in r[0].parts]
+    assert runs[: len(check)] == check and {p.precision for p, _ in check} == {"32", "auto"}
+    firsts = [seed for _, seed in runs[len(check) : len(check) + len(cpu_claims.grid()) - 2]]
+    assert set(firsts) == {1}
+
+
+def test_paused_time_inside_an_epoch_is_counted(tmp_path):
+    log = tmp_path / "pauses.log"
+    log.write_text("100 stop 1\n110 cont 1\n150 stop 2\n170 cont 2\n190 stop 3\n")
+    overlap = cpu_claims.pause_overlap
+    assert overlap(log, 0, 200) == 10 + 20 + 10  # the last pause still running at 200
+    assert overlap(log, 105, 160) == 5 + 10
+    assert overlap(log, 120, 140) == 0
+    assert overlap(None, 0, 200) == 0 and overlap(tmp_path / "none.log", 0, 200) == 0
+
+
+def rows(method, m, d, beta, fraction, epochs, accuracies):
+    """results.csv and curves.csv rows: one run per seed, its curve rising linearly to its accuracy."""
+    results, curves = [], []
+    for seed, final in enumerate(accuracies, start=1):
+        run = f"{method}-m{m}-d{d}-{beta}-f{fraction:g}-e{epochs}-s{seed}"
+        common = {"run": run, "method": method, "m": m, "d": d, "beta": beta, "fraction": fraction, "seed": seed}
+        for epoch in range(1, epochs + 1):
+            views = epoch * 50000 * fraction * m
+            curve = {**common, "epoch": epoch, "views_seen": views, "train_seconds": views / 1000}
+            curves.append({**curve, "knn_backbone": final * epoch / epochs, "rank_projector": 10})
+        results.append({**common, "epochs": epochs, "knn_backbone": final, "rank_projector": 10})
+    return results, curves
+
+
+def grid_of(*settings):
+    results, curves = [], []
+    for setting in settings:
+        r, c = rows(*setting)
+        results += r
+        curves += c
+    return cpu_claims_report.Grid(results, curves)
+
+
+@pytest.mark.parametrize(
+    "rule, fixed, expected",
+    [
+        ((50.0, 51.0), (40.0, 41.0), "holds: +10.0 points"),
+        ((40.0, 41.0), (50.0, 51.0), "does not hold: -10.0 points"),
+        ((50.0, 46.0), (48.0, 47.5), "inconclusive: +0.2 points, within the seeds' spread of 4.0"),
+        ((50.0,), (40.0, 41.0), "inconclusive so far: +9.5 points with one seed on a side"),
+    ],
+)
+def test_a_verdict_needs_two_seeds_on_each_side_and_a_gap_beyond_their_spread(rule, fixed, expected):
+    grid = grid_of(("mabt", 2, 64, "rule", 1.0, 20, rule), ("mabt", 2, 64, "fixed", 1.0, 20, fixed))
+    text = cpu_claims_report.verdict(grid, ("mabt", 2, 64, "rule", 1.0, 20), ("mabt", 2, 64, "fixed", 1.0, 20), "d")
+    assert text.startswith(expected), text
+
+
+def test_views_to_reach_the_baseline_are_read_off_each_seeds_curve():
+    grid = grid_of(("mabt", 2, 2048, "fixed", 1.0, 20, (50.0, 50.0)), ("mabt", 4, 256, "rule", 1.0, 10, (60.0, 60.0)))
+    base = grid.reach(("mabt", 2, 2048, "fixed", 1.0, 20), 50.0)
+    four = grid.reach(("mabt", 4, 256, "rule", 1.0, 10), 50.0)
+    assert base == (20 * 50000 * 2, 20 * 50000 * 2 / 1000)
+    assert four[0] == 9 * 50000 * 4  # 60 * 9 / 10 = 54 >= 50 first at epoch 9
+    assert grid.reach(("mabt", 4, 256, "rule", 1.0, 10), 70.0) is None  # never reached
+
+
+def test_the_report_is_made_from_the_csvs(tmp_path, monkeypatch):
+    from mvssl_plugin.runs import write_csv
+
+    results, curves = rows("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, (50.0, 52.0))
+    monkeypatch.setattr(cpu_claims, "RESULTS", write_csv(tmp_path / "results.csv", results))
+    monkeypatch.setattr(cpu_claims, "CURVES", write_csv(tmp_path / "curves.csv", curves))
+    summary = cpu_claims_report.write_report(tmp_path).read_text()
+    assert "| mabt m=2 d=2048 fixed | 20 | 51.0 ± 1.0 (2 seeds) |" in summary
+    assert "not run yet" in summary  # the rest of the grid
+    assert all((tmp_path / f"{slug}.png").is_file() for slug in ("projector", "views", "data", "vicreg"))
