@@ -19,3 +19,26 @@ def tiny_cifar(tmp_path_factory) -> dict:
         "train": str(make_image_folder(root / "train", per_class=8)),
         "test": str(make_image_folder(root / "test", per_class=4, seed=1)),
     }
+
+
+@pytest.fixture
+def one_thread(monkeypatch):
+    """Entry points a test starts run with one torch thread: on a shared 2-core machine two
+    OpenMP threads wait on each other, and a width-4 network's batch norm took 24 ms instead
+    of 0.06 ms. Modules of such tests say ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="module")
+def finished_tiny_run(tiny_cifar, tmp_path_factory):
+    """One finished 1-epoch tiny run of the paper's recipe, per test module (its folder is
+    copied, never changed, by the tests)."""
+    from helpers import pretrain_args, run_entry
+
+    out = tmp_path_factory.mktemp("pretrained")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMP_NUM_THREADS", "1")
+        result = run_entry("main_pretrain.py", pretrain_args(tiny_cifar, out), out)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (run_dir,) = (out / "mabt").iterdir()
+    return run_dir

@@ -148,3 +148,23 @@ def assert_one_line(result: subprocess.CompletedProcess, status: int, *fragments
     for fragment in fragments:
         assert fragment in line, line
     return line
+
+
+def pretrain_args(data: dict, out: Path, **extra) -> list[str]:
+    """``main_pretrain.py`` arguments of a tiny run of the paper's recipe."""
+    return ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
+
+
+def checked_config(recipe: str, on: str, **overrides) -> DictConfig:
+    """A recipe composed with ``overrides`` as the checks see it on ``on`` (cpu / gpu): devices
+    as a list, crop counts set; fp32 on the CPU."""
+    from mvssl_plugin.cli.config_name import compose_recipe
+    from mvssl_plugin.config import set_crop_counts
+
+    cfg = compose_recipe(recipe, "pretrain", [f"{k}={v}" for k, v in overrides.items()])
+    cfg.accelerator = on
+    cfg.devices = list(range(cfg.devices)) if isinstance(cfg.devices, int) else list(cfg.devices)
+    if on == "cpu":
+        cfg.precision = "32"
+    set_crop_counts(cfg)
+    return cfg

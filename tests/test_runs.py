@@ -22,10 +22,7 @@ from helpers import REPO, assert_one_line, make_image_folder, run_entry, tiny_ov
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.runs import ARGS, LOCK, METRICS, RUN_LOG, is_complete_checkpoint, read_csv, read_json
 
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def command(data: dict, out: Path, **extra) -> list[str]:

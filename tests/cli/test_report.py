@@ -6,13 +6,7 @@ import pytest
 
 from mvssl_plugin.errors import DataError
 
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """The entry points run here with one torch thread: on a shared 2-core machine two
-    OpenMP threads wait on each other, and a width-4 network's batch norm took 24 ms
-    instead of 0.06 ms."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_a_worker_traceback_is_printed_as_its_original_line(capsys):

@@ -3,30 +3,13 @@ known, typos warn with the nearest key and strict_keys stops."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from helpers import (
-    REPO,
-    assert_one_line,
-    run_entry,
-    tiny_overrides,
-)
+from helpers import REPO, assert_one_line, pretrain_args, run_entry
 
 from mvssl_plugin.cli.config_name import compose_recipe, list_recipes
 from mvssl_plugin.config.keys import PLUGIN_KEYS, check_keys, is_known, keys_in_source, known_keys
 
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """The entry points run here with one torch thread: on a shared 2-core machine two
-    OpenMP threads wait on each other, and a width-4 network's batch norm took 24 ms
-    instead of 0.06 ms."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-
-def pretrain_args(data: dict, out: Path, **extra) -> list[str]:
-    return ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_shipped_recipes_hold_no_unknown_key():

@@ -18,9 +18,7 @@ from omegaconf import OmegaConf
 SAFE = {"+backbone.kwargs.width": 8}
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def trees(root: Path, val_classes: int = 3, per_class: int = 8, val_per_class: int = 4) -> dict:

@@ -10,10 +10,7 @@ from helpers import make_image_folder
 from mvssl_plugin.data.imagefolder import first_of_each_file, match_classes, nested_class_folders
 from mvssl_plugin.errors import ConfigError
 
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_match_classes_by_name():

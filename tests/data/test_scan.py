@@ -8,12 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import (
-    NEEDS_DALI,
-    assert_one_line,
-    run_entry,
-    tiny_overrides,
-)
+from helpers import NEEDS_DALI, assert_one_line, pretrain_args, run_entry, tiny_overrides
 from PIL import Image
 
 from mvssl_plugin.data.scan import BadFile, inspect_file, odd_sized, scan_images, screen_files
@@ -23,12 +18,7 @@ from mvssl_plugin.runs import RUN_LOG, read_json
 FORMATS = ["image_folder", pytest.param("dali", marks=NEEDS_DALI), "memory"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """The entry points run here with one torch thread: on a shared 2-core machine two
-    OpenMP threads wait on each other, and a width-4 network's batch norm took 24 ms
-    instead of 0.06 ms."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def write_image(path: Path, size: tuple[int, int] = (32, 32), fmt: str = "JPEG") -> Path:
@@ -108,10 +98,6 @@ def test_screen_raises_or_skips(tmp_path):
     assert str(BadFile("a.jpg", "why")) == "a.jpg (why)"
 
 
-def pretrain_args(data: dict, out: Path, **extra) -> list[str]:
-    return ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("data_format", FORMATS)
 def test_bad_training_files_stop_the_run_before_training(data_format, tiny_cifar, tmp_path):
@@ -173,29 +159,17 @@ def test_unbatchable_validation_image(tiny_cifar, tmp_path):
     assert_one_line(result, 4, f"data.val_path: 1 of 13 image files cannot be used: {tiny} {why}")
 
 
-@pytest.fixture(scope="module")
-def pretrained(tiny_cifar, tmp_path_factory) -> Path:
-    """One finished 1-epoch tiny run (its folder is copied, never changed, by the tests)."""
-    out = tmp_path_factory.mktemp("pretrained")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OMP_NUM_THREADS", "1")
-        result = run_entry("main_pretrain.py", pretrain_args(tiny_cifar, out), out)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    (run_dir,) = (out / "mabt").iterdir()
-    return run_dir
-
-
 def linear_args(data: dict, out: Path, checkpoint: Path | str) -> list[str]:
     overrides = [o for o in tiny_overrides(data, out) if not o.startswith(("method_kwargs", "auto_resume"))]
     return ["--config-name", "linear_cifar.yaml", f"pretrained_feature_extractor={checkpoint}", *overrides]
 
 
 @pytest.mark.slow
-def test_linear_evaluation_scans_its_data(pretrained, tiny_cifar, tmp_path):
+def test_linear_evaluation_scans_its_data(finished_tiny_run, tiny_cifar, tmp_path):
     train = copy_tree(tiny_cifar["train"], tmp_path / "train")
     (empty,) = bad_files(train / "class_2")[:1]
     data = {"train": str(train), "test": tiny_cifar["test"]}
-    result = run_entry("main_linear.py", linear_args(data, tmp_path, pretrained), tmp_path)
+    result = run_entry("main_linear.py", linear_args(data, tmp_path, finished_tiny_run), tmp_path)
     assert_one_line(
         result, 4, "data error: data.train_path: 3 of 27 image files cannot be used: ", f"{empty} (empty file"
     )

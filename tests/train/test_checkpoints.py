@@ -6,37 +6,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import (
-    assert_one_line,
-    run_entry,
-    tiny_overrides,
-)
+from helpers import assert_one_line, pretrain_args, run_entry, tiny_overrides
 
 from mvssl_plugin.runs import is_complete_checkpoint
 
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """The entry points run here with one torch thread: on a shared 2-core machine two
-    OpenMP threads wait on each other, and a width-4 network's batch norm took 24 ms
-    instead of 0.06 ms."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-
-def pretrain_args(data: dict, out: Path, **extra) -> list[str]:
-    return ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
-
-
-@pytest.fixture(scope="module")
-def pretrained(tiny_cifar, tmp_path_factory) -> Path:
-    """One finished 1-epoch tiny run (its folder is copied, never changed, by the tests)."""
-    out = tmp_path_factory.mktemp("pretrained")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OMP_NUM_THREADS", "1")
-        result = run_entry("main_pretrain.py", pretrain_args(tiny_cifar, out), out)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    (run_dir,) = (out / "mabt").iterdir()
-    return run_dir
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def linear_args(data: dict, out: Path, checkpoint: Path | str) -> list[str]:
@@ -45,8 +19,8 @@ def linear_args(data: dict, out: Path, checkpoint: Path | str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_truncated_only_checkpoint_is_skipped_and_a_new_run_starts(pretrained, tiny_cifar, tmp_path):
-    run_dir = shutil.copytree(pretrained, tmp_path / "mabt" / pretrained.name)
+def test_truncated_only_checkpoint_is_skipped_and_a_new_run_starts(finished_tiny_run, tiny_cifar, tmp_path):
+    run_dir = shutil.copytree(finished_tiny_run, tmp_path / "mabt" / finished_tiny_run.name)
     (ckpt,) = run_dir.glob("*.ckpt")
     with open(ckpt, "r+b") as handle:
         handle.truncate(ckpt.stat().st_size // 2)

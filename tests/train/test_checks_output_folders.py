@@ -15,10 +15,7 @@ from helpers import assert_one_line, run_entry, tiny_overrides
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.runs import check_writable_folder
 
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture

@@ -4,30 +4,15 @@ recipe fits its machine."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from helpers import (
-    assert_one_line,
-    run_entry,
-    tiny_overrides,
-)
+from helpers import assert_one_line, checked_config, pretrain_args, run_entry
 
-from mvssl_plugin.cli.config_name import compose_recipe, list_recipes
+from mvssl_plugin.cli.config_name import list_recipes
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.peak_ram import GiB
 
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """The entry points run here with one torch thread: on a shared 2-core machine two
-    OpenMP threads wait on each other, and a width-4 network's batch norm took 24 ms
-    instead of 0.06 ms."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-
-def pretrain_args(data: dict, out: Path, **extra) -> list[str]:
-    return ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.slow
@@ -41,18 +26,6 @@ def test_memory_check_names_the_batch_and_views_that_fit(tiny_cifar, tmp_path):
     line = assert_one_line(run_entry("main_pretrain.py", args, tmp_path), 2, "data.num_views=100000 (100000 x 32 px)")
     assert re.search(r"the largest that fits is data.num_views=\d+ with optimizer.batch_size=8$", line)
     assert not (tmp_path / "runs").exists()
-
-
-def checked_config(recipe: str, on: str, **overrides):
-    from mvssl_plugin.config import set_crop_counts
-
-    cfg = compose_recipe(recipe, "pretrain", [f"{k}={v}" for k, v in overrides.items()])
-    cfg.accelerator = on
-    cfg.devices = list(range(cfg.devices)) if isinstance(cfg.devices, int) else list(cfg.devices)
-    if on == "cpu":
-        cfg.precision = "32"
-    set_crop_counts(cfg)
-    return cfg
 
 
 @pytest.mark.parametrize("recipe", list_recipes("pretrain"))

@@ -3,41 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from helpers import (
-    kill_in_second_epoch,
-    make_image_folder,
-    run_entry,
-    tiny_overrides,
-)
+from helpers import kill_in_second_epoch, make_image_folder, pretrain_args, run_entry
 
 from mvssl_plugin.runs import RUN_LOG, read_json
 
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """The entry points run here with one torch thread: on a shared 2-core machine two
-    OpenMP threads wait on each other, and a width-4 network's batch norm took 24 ms
-    instead of 0.06 ms."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-
-def pretrain_args(data: dict, out: Path, **extra) -> list[str]:
-    return ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
-
-
-@pytest.fixture(scope="module")
-def pretrained(tiny_cifar, tmp_path_factory) -> Path:
-    """One finished 1-epoch tiny run (its folder is copied, never changed, by the tests)."""
-    out = tmp_path_factory.mktemp("pretrained")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OMP_NUM_THREADS", "1")
-        result = run_entry("main_pretrain.py", pretrain_args(tiny_cifar, out), out)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    (run_dir,) = (out / "mabt").iterdir()
-    return run_dir
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.slow
@@ -63,6 +35,6 @@ def test_killed_launch_is_listed_as_running_and_the_resume_is_a_second_entry(tmp
 
 
 @pytest.mark.slow
-def test_run_json_is_written_at_start(pretrained):
-    (launch,) = json.loads((pretrained / RUN_LOG).read_text())["launches"]
+def test_run_json_is_written_at_start(finished_tiny_run):
+    (launch,) = json.loads((finished_tiny_run / RUN_LOG).read_text())["launches"]
     assert launch["status"] == "finished" and launch["command"]
