@@ -1,42 +1,37 @@
-"""The peak-RAM estimate (peak_ram.py) against a measured peak."""
+"""The peak-RAM estimate (peak_ram.py): how it scales with a run's shape. Its calibration
+against measured peaks is a benchmark (benchmarks/bench_peak_ram.py): a child's peak RSS
+depends on the environment (the same 2-step run peaked at 1.18 GiB alone and at 1.86 GiB
+late in the full suite), so it is not asserted here."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from dataclasses import replace
 
-import pytest
-from helpers import REPO, checked_config, make_image_folder, pretrain_args
+from mvssl_plugin.peak_ram import RunShape, estimate_peak
 
-from mvssl_plugin.peak_ram import GiB
-
-pytestmark = pytest.mark.usefixtures("one_thread")
+SHAPE = RunShape(backbone="narrow_resnet18", views=((32, 4),), batch_size=64, proj_hidden_dim=256, proj_output_dim=256)
 
 
-@pytest.mark.slow
-def test_estimate_is_close_to_a_measured_peak(tiny_cifar, tmp_path):
-    """Peak RSS of two training steps in a child process (os.wait4) against the estimate
-    (calibrated within -6%..+5% on 11 settings: benchmarks/bench_peak_ram.py)."""
-    from mvssl_plugin.peak_ram import estimate_peak
-    from mvssl_plugin.train.peak_ram_check import run_shape
+def activations(shape: RunShape) -> float:
+    return estimate_peak(shape).parts["activations"]
 
-    train = make_image_folder(tmp_path / "train", classes=4, per_class=40)
-    extra = {"data.val_path": "null", "optimizer.batch_size": 64, "+backbone.kwargs.width": 16}
-    # fp32, the calibrated precision: mabt_cifar.yaml's 16-mixed becomes bf16-mixed on a bf16 CPU,
-    # whose peak was 0.87x the fp32 one in this venv and 1.58x in a fresh CI venv (not calibrated)
-    extra.update({"checkpoint.enabled": False, "+limit_train_batches": 2, "+num_sanity_val_steps": 0, "precision": 32})
-    args = pretrain_args({"train": str(train), "test": tiny_cifar["test"]}, tmp_path, **extra)
-    shape = run_shape(checked_config("mabt_cifar.yaml", "cpu", **dict(a.split("=", 1) for a in args[2:])))
-    child = subprocess.Popen(
-        [sys.executable, str(REPO / "main_pretrain.py"), *args],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ, PYTHONWARNINGS="ignore"),
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    assert child.returncode == 0
-    measured, estimated = usage.ru_maxrss * 1024, estimate_peak(shape).total
-    assert 0.85 < estimated / measured < 1.15, (measured / GiB, estimated / GiB)
+
+def test_activations_grow_with_views_times_batch_and_only_with_that():
+    base = activations(SHAPE)
+    assert activations(replace(SHAPE, batch_size=128)) == 2 * base
+    assert activations(replace(SHAPE, views=((32, 8),))) == 2 * base
+    assert activations(replace(SHAPE, views=((32, 2),), batch_size=128)) == base
+    assert activations(replace(SHAPE, width=SHAPE.width // 2)) == base / 2  # per unit of the narrow ResNet's width
+
+
+def test_half_precision_halves_activations_on_a_gpu_only():
+    """Calibrated: fp32 on the CPU. bf16 on a CPU is counted as fp32 (its measured peak ranged
+    from 0.87x to 1.58x the fp32 one); fp16 / bf16 on a GPU keep half the activations."""
+    gpu = replace(SHAPE, device="cuda")
+    assert activations(replace(gpu, precision="16-mixed")) == activations(gpu) / 2
+    assert activations(replace(SHAPE, precision="bf16-mixed")) == activations(SHAPE)
+
+
+def test_the_total_is_the_sum_of_its_parts():
+    estimate = estimate_peak(SHAPE)
+    assert estimate.total == sum(estimate.parts.values()) and estimate.parts["activations"] > 0
