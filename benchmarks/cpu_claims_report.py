@@ -122,6 +122,29 @@ def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def precision_section(results: List[dict]) -> List[str]:
+    """The 1-epoch check that bf16 (the CPU default where native) learns as fp32 does."""
+    runs = [r for r in results if "precision" in r["run"] or "-e1-" in r["run"]]
+    lines = ["## bf16 against fp32: one epoch, m = 2, d = 256, the rule", ""]
+    lines += ["| precision | seed | kNN | projector RankMe | training s |", "|---|---|---|---|---|"]
+    for row in sorted(runs, key=lambda r: (r["precision"], r["seed"])):
+        lines.append(
+            f"| {row['precision']} | {row['seed']} | {float(row['knn_backbone']):.2f} | {row['rank_projector']} "
+            f"| {row['train_seconds']} |"
+        )
+    by = defaultdict(list)
+    for row in runs:
+        by["fp32" if row["precision"].startswith("32") else "bf16"].append(float(row["knn_backbone"]))
+    if len(by["fp32"]) > 1 and len(by["bf16"]) > 1:
+        gap = statistics.mean(by["bf16"]) - statistics.mean(by["fp32"])
+        spread = max(max(v) - min(v) for v in by.values())
+        same = "within" if abs(gap) <= spread else "beyond"
+        lines += ["", f"bf16 - fp32: {gap:+.2f} points, {same} the seeds' spread of {spread:.2f}."]
+    else:
+        lines += ["", "Not decided yet: each precision needs 2 seeds."]
+    return lines + [""]
+
+
 def write_report(out: Path) -> Path:
     """Writes ``summary.md`` and one plot per claim under ``out``; returns summary.md."""
     import sys
@@ -142,6 +165,7 @@ def write_report(out: Path) -> Path:
         "test images, k = 20, cosine; the mean over seeds ± half their spread.",
         "",
     ]
+    lines += precision_section(read_csv(RESULTS))
     sections = [
         (
             "Projector: beta by the rule keeps a small projector working (m = 2)",
