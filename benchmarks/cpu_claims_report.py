@@ -39,11 +39,9 @@ class Grid:
         self.curves: Dict[Key, Dict[int, List[dict]]] = defaultdict(lambda: defaultdict(list))
         epochs = {r["run"]: int(r["epochs"]) for r in results}
         for row in curves:
-            key = (*_key({**row, "epochs": epochs.get(row["run"], -1)}),)
-            if key[-1] == -1:  # an unfinished run: listed by its own name's epoch budget
-                budget = int(row["run"].split("-e")[-1].split("-")[0])
-                key = _key({**row, "epochs": budget})
-            self.curves[key][int(row["seed"])].append(row)
+            # an unfinished run has no results row: its epoch budget is in its name
+            budget = epochs.get(row["run"]) or int(row["run"].split("-e")[-1].split("-")[0])
+            self.curves[_key({**row, "epochs": budget})][int(row["seed"])].append(row)
 
     def accuracy(self, key: Key) -> Tuple[Optional[float], Optional[float], int]:
         """(mean final kNN, spread over seeds or None, number of seeds)."""

@@ -69,14 +69,13 @@ def adapt_to_hardware(cfg: DictConfig) -> list[str]:
     processes = n * int(select(cfg, "num_nodes", 1) or 1)
     precision = str(select(cfg, "precision", "32"))
     if accelerator == "cpu":
-        chosen, why = cpu_precision()
-        if precision == AUTO:
+        if precision in (AUTO, "16", "16-mixed"):  # auto, or fp16, which a CPU cannot run
+            chosen, why = cpu_precision()
             cfg.precision = chosen
-            OmegaConf.update(cfg, "performance.precision_reason", f"auto: {why}", force_add=True)
-        elif precision in ("16", "16-mixed"):
-            cfg.precision = chosen
-            OmegaConf.update(cfg, "performance.precision_reason", f"{precision} on a CPU: {why}", force_add=True)
-            notices.append(f"precision={precision} is not supported on a CPU; using precision={chosen} ({why})")
+            asked = "auto" if precision == AUTO else f"{precision} on a CPU"
+            OmegaConf.update(cfg, "performance.precision_reason", f"{asked}: {why}", force_add=True)
+            if precision != AUTO:
+                notices.append(f"precision={precision} is not supported on a CPU; using precision={chosen} ({why})")
         if select(cfg, "strategy") == "ddp" and processes == 1:
             cfg.strategy = AUTO
             notices.append("strategy=ddp with one CPU process; using strategy=auto")
