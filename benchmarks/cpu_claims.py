@@ -24,7 +24,10 @@ Each epoch appends a row to ``curves.csv``; a finished run appends one row to
 next unfinished runs, most decisive first, until ``--budget-min`` is spent, then stops the
 running one with SIGTERM (the plugin writes its ``-stopped.ckpt``); the next call resumes
 it there (auto-resume), on this machine. ``results.csv`` and ``curves.csv`` are committed,
-so the grid also continues elsewhere (an unfinished run then starts over).
+so the grid also continues elsewhere (an unfinished run then starts over). So a call does
+not start a run that its budget cannot finish, by an estimate from the epochs already in
+``curves.csv`` (``--start-anyway`` starts it all the same); a run resumed here always goes
+on. The budget counts minutes the harness was not paused.
 
 Pausing: other work on a small machine pauses the runs with SIGSTOP to the process group
 whose id ``--pgid-file`` holds, and logs each pause in ``--pause-log`` (``<unix time>
@@ -360,15 +363,69 @@ def record_result(point: Point, seed: int) -> dict:
     return row
 
 
-def run_grid(budget_min: float, seeds: Sequence[int], pause_log: Optional[Path], only: Optional[str]) -> None:
-    deadline = time.time() + budget_min * 60
+class ActiveClock:
+    """Seconds this process ran, not counting the time it was stopped (SIGSTOP to its group).
+
+    Read often (every ``poll`` seconds); a gap between two reads longer than ``2 * poll`` is
+    taken for a pause and counts as ``poll``."""
+
+    def __init__(self, poll: float = 5.0, now=time.monotonic) -> None:
+        self.poll, self.now = poll, now
+        self.last, self.active = now(), 0.0
+
+    def read(self) -> float:
+        t = self.now()
+        gap, self.last = t - self.last, t
+        self.active += gap if gap <= 2 * self.poll else self.poll
+        return self.active
+
+
+def estimate_minutes(point: Point, curves: Sequence[dict]) -> Optional[float]:
+    """Minutes a run of ``point`` takes here, training and per-epoch evaluation: training
+    seconds per view and evaluation seconds per epoch from the last epoch of every run
+    in ``curves`` with the same method and d (any run when none has them); None when
+    ``curves`` holds no run."""
+    last: Dict[str, dict] = {}
+    for r in curves:
+        if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
+            last[r["run"]] = r
+    same = [r for r in last.values() if r["method"] == point.method and int(r["d"]) == point.d]
+    rows = same or list(last.values())
+    if not rows:
+        return None
+    per_view = sorted(float(r["train_seconds"]) / float(r["views_seen"]) for r in rows)[len(rows) // 2]
+    per_epoch_eval = sorted(float(r["eval_seconds"] or 0) for r in rows)[len(rows) // 2]
+    views = point.epochs * point.m * point.fraction * 50_000
+    return (views * per_view + point.epochs * per_epoch_eval) / 60
+
+
+def run_grid(
+    budget_min: float,
+    seeds: Sequence[int],
+    pause_log: Optional[Path],
+    only: Optional[str],
+    start_anyway: bool = False,
+) -> None:
+    from mvssl_plugin.runs import read_csv
+
+    clock = ActiveClock()
+    budget = budget_min * 60
     (OUT / "logs").mkdir(parents=True, exist_ok=True)
     for point, seed in schedule(seeds):
         name = point.name(seed)
         if finished(name) or (only and only not in name):
             continue
-        if time.time() > deadline - 60:
+        left = budget - clock.read()
+        if left < 60:
             print(f"cpu_claims: budget spent; next: {name}")
+            return
+        started_here = any((OUT / "runs" / name).rglob("*.ckpt"))
+        need = estimate_minutes(point, read_csv(CURVES))
+        if not (start_anyway or started_here) and need is not None and need * 60 > left:
+            print(
+                f"cpu_claims: {name} needs about {need:.0f} min, the budget has {left / 60:.0f} left: "
+                "not started (an unfinished run starts over on another machine; --start-anyway)"
+            )
             return
         command = [sys.executable, __file__, "--run", name]
         if pause_log is not None:
@@ -379,7 +436,7 @@ def run_grid(budget_min: float, seeds: Sequence[int], pause_log: Optional[Path],
             log.flush()
             child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
             while child.poll() is None:
-                if time.time() > deadline:
+                if clock.read() > budget:
                     print(f"cpu_claims: budget spent: stopping {name} (it resumes next call)", flush=True)
                     child.send_signal(signal.SIGTERM)
                     child.wait()
@@ -411,6 +468,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--only", help="only runs whose name contains this")
+    parser.add_argument("--start-anyway", action="store_true", help="start a run the budget may not finish")
     parser.add_argument("--list", action="store_true", help="the grid and its status")
     parser.add_argument("--report", action="store_true", help="summary.md and plots from the CSVs")
     parser.add_argument("--pause-log", type=Path, help="pause log (see the module docstring)")
@@ -429,7 +487,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         if args.pgid_file is not None:
             args.pgid_file.write_text(str(os.getpgrp()))
         try:
-            run_grid(args.budget_min, args.seeds, args.pause_log, args.only)
+            run_grid(args.budget_min, args.seeds, args.pause_log, args.only, args.start_anyway)
         finally:
             if args.pgid_file is not None:
                 args.pgid_file.unlink(missing_ok=True)

@@ -105,3 +105,23 @@ def test_the_report_is_made_from_the_csvs(tmp_path, monkeypatch):
     assert "| mabt m=2 d=2048 fixed | 20 | 51.0 ± 1.0 (2 seeds) |" in summary
     assert "not run yet" in summary  # the rest of the grid
     assert all((tmp_path / f"{slug}.png").is_file() for slug in ("projector", "views", "data", "vicreg"))
+
+
+def test_the_budget_does_not_count_the_time_the_harness_was_paused():
+    times = iter([0.0, 5.0, 10.0, 610.0, 615.0])  # stopped for 10 minutes between 10 and 610
+    clock = cpu_claims.ActiveClock(poll=5.0, now=lambda: next(times))
+    assert [clock.read() for _ in range(4)] == [5.0, 10.0, 15.0, 20.0]
+
+
+def test_a_run_is_estimated_from_the_epochs_already_measured():
+    curves = [
+        {"run": "a", "method": "mabt", "d": "256", "epoch": "1", "views_seen": "100000", "train_seconds": "100", "eval_seconds": "30"},
+        {"run": "a", "method": "mabt", "d": "256", "epoch": "2", "views_seen": "200000", "train_seconds": "200", "eval_seconds": "30"},
+        {"run": "b", "method": "mavicreg", "d": "2048", "epoch": "1", "views_seen": "100000", "train_seconds": "300", "eval_seconds": "30"},
+    ]
+    m4 = cpu_claims.Point("mabt", 4, 256, "rule", 1.0, 10, ("views",), True)
+    # 10 epochs x 200,000 views x 1 ms + 10 x 30 s of evaluation
+    assert cpu_claims.estimate_minutes(m4, curves) == pytest.approx((2_000_000 * 1e-3 + 300) / 60)
+    vicreg = cpu_claims.Point("mavicreg", 2, 2048, "fixed", 1.0, 1, ("vicreg",), False)
+    assert cpu_claims.estimate_minutes(vicreg, curves) == pytest.approx((100_000 * 3e-3 + 30) / 60)
+    assert cpu_claims.estimate_minutes(m4, []) is None
