@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from helpers import make_image_folder
@@ -42,3 +43,35 @@ def finished_tiny_run(tiny_cifar, tmp_path_factory):
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     (run_dir,) = (out / "mabt").iterdir()
     return run_dir
+
+
+def _pretrain_run(data: dict, out: Path, recipe: str, **extra) -> tuple[Path, str]:
+    """A finished 2-epoch tiny run of ``recipe`` (its folder, its stdout)."""
+    from helpers import run_entry, tiny_overrides
+
+    overrides = tiny_overrides(
+        data,
+        out,
+        max_epochs=2,
+        **{"time_to_accuracy.metrics": "[val_acc5]", "time_to_accuracy.targets": "[10,100]", **extra},
+    )
+    result = run_entry("main_pretrain.py", ["--config-name", recipe, *overrides], cwd=out)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (folder,) = [p.parent for p in out.rglob("args.json")]
+    return folder, result.stdout
+
+
+@pytest.fixture(scope="session")
+def two_finished_runs(tiny_cifar, tmp_path_factory) -> dict:
+    """Two finished 2-epoch tiny runs side by side under ``root``, for the evaluations and
+    the run's own records (never changed by the tests): ``mabt`` (4 views, wandb offline,
+    time-to-accuracy on val_acc5; ``mabt_stdout`` its log) in ``root/a``, and solo-learn's
+    ``barlow_twins`` (2 views) in ``root/b``."""
+    root = tmp_path_factory.mktemp("two_runs")
+    (root / "a").mkdir()
+    (root / "b").mkdir()
+    mabt, stdout = _pretrain_run(
+        tiny_cifar, root / "a", "mabt_cifar.yaml", **{"wandb.enabled": True, "wandb.offline": True}
+    )
+    solo_bt, _ = _pretrain_run(tiny_cifar, root / "b", "mabt_cifar_2views_d8192.yaml", method="barlow_twins")
+    return {"root": root, "mabt": mabt, "mabt_stdout": stdout, "barlow_twins": solo_bt}

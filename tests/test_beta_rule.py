@@ -1,5 +1,5 @@
 """The beta rule against the authors' released numbers, its multi-view factors, the VICReg
-weight mapping (checked against solo-learn), and ``auto`` resolved into a config."""
+weight mapping (checked against solo-learn). ``auto`` in a config: tests/config/test_beta.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from omegaconf import DictConfig, OmegaConf
 from solo.losses.vicreg import vicreg_loss_func
 
 from mvssl_plugin import beta_rule as beta
@@ -241,26 +240,3 @@ def test_release_weights_through_the_mapping_equal_solo_learn_up_to_eps(lam, mu,
     # the unmapped weights (var = mu) are off by mu / 2 x the summed hinges, far more than eps
     unmapped = vicreg_loss_func(*z, lam, mu, cov)
     assert (unmapped - ours).item() > 100 * eps_gap
-
-
-# ----------------------------------------------------------------------------- ``auto`` in a config
-
-
-def _cfg(**method_kwargs) -> DictConfig:
-    return OmegaConf.create(
-        {"method_kwargs": {"proj_output_dim": 256, **method_kwargs}, "data": {"num_large_crops": 4}}
-    )
-
-
-def test_auto_resolves_with_the_objectives_factor():
-    from mvssl_plugin.config.beta import BARLOW_SLOT, VICREG_SLOT, resolve_beta
-
-    cfg = _cfg(lamb="auto")
-    assert resolve_beta(cfg, BARLOW_SLOT, "fastssl") == pytest.approx(3.3 / 256 * 0.5)
-    assert cfg.method_kwargs.beta_rule == "auto: 3.3/256 x 0.5"
-    cfg = _cfg(lamb="auto")
-    assert resolve_beta(cfg, BARLOW_SLOT, "leave_one_out") == pytest.approx(3.3 / 256 * 8 / 9)
-    cfg = _cfg(cov_loss_weight="auto")
-    assert resolve_beta(cfg, VICREG_SLOT, "leave_one_out") == pytest.approx(25.0 * beta.VICREG_C / 256)
-    cfg = _cfg(lamb="auto", beta_multiview_factor=0.5)
-    assert resolve_beta(cfg, BARLOW_SLOT, "leave_one_out") == pytest.approx(3.3 / 256 * 0.5)

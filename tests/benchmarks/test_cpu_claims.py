@@ -115,9 +115,33 @@ def test_the_budget_does_not_count_the_time_the_harness_was_paused():
 
 def test_a_run_is_estimated_from_the_epochs_already_measured():
     curves = [
-        {"run": "a", "method": "mabt", "d": "256", "epoch": "1", "views_seen": "100000", "train_seconds": "100", "eval_seconds": "30"},
-        {"run": "a", "method": "mabt", "d": "256", "epoch": "2", "views_seen": "200000", "train_seconds": "200", "eval_seconds": "30"},
-        {"run": "b", "method": "mavicreg", "d": "2048", "epoch": "1", "views_seen": "100000", "train_seconds": "300", "eval_seconds": "30"},
+        {
+            "run": "a",
+            "method": "mabt",
+            "d": "256",
+            "epoch": "1",
+            "views_seen": "100000",
+            "train_seconds": "100",
+            "eval_seconds": "30",
+        },
+        {
+            "run": "a",
+            "method": "mabt",
+            "d": "256",
+            "epoch": "2",
+            "views_seen": "200000",
+            "train_seconds": "200",
+            "eval_seconds": "30",
+        },
+        {
+            "run": "b",
+            "method": "mavicreg",
+            "d": "2048",
+            "epoch": "1",
+            "views_seen": "100000",
+            "train_seconds": "300",
+            "eval_seconds": "30",
+        },
     ]
     m4 = cpu_claims.Point("mabt", 4, 256, "rule", 1.0, 10, ("views",), True)
     # 10 epochs x 200,000 views x 1 ms + 10 x 30 s of evaluation
