@@ -76,6 +76,8 @@ RESULT_COLUMNS = (
 #: the 2-view baseline's epochs; every other budget is set from it (equal views processed)
 BASE_EPOCHS = 20
 WIDTH = 16
+#: epochs of the width-32 check (about the CPU-seconds of 12 width-16 epochs)
+WIDTH_CHECK_EPOCHS = 4
 #: "fixed": the beta the rule gives at d = 8192, m = 2 (the paper's large-projector setting)
 FIXED_C_OVER = 8192
 
@@ -93,10 +95,18 @@ class Point:
     parts: Tuple[str, ...]
     deciding: bool  # run with 2 seeds
     precision: str = "auto"
+    width: int = WIDTH
 
     def name(self, seed: int) -> str:
         name = f"{self.method}-m{self.m}-d{self.d}-{self.beta}-f{self.fraction:g}-e{self.epochs}-s{seed}"
+        name += "" if self.width == WIDTH else f"-w{self.width}"
         return name if self.precision == "auto" else f"{name}-p{self.precision}"
+
+
+def width_of(run: str) -> int:
+    """The backbone width a run's name says (``-w32``), else the grid's."""
+    tail = [part for part in run.split("-") if part[:1] == "w" and part[1:].isdigit()]
+    return int(tail[0][1:]) if tail else WIDTH
 
 
 def grid() -> List[Point]:
@@ -109,6 +119,9 @@ def grid() -> List[Point]:
         # views: the baseline (2 views, the largest d, fixed beta) vs 4 and 8 views, d = 256, the rule
         Point("mabt", 2, 2048, "fixed", 1.0, e, ("projector", "views"), True),
         Point("mabt", 4, 256, "rule", 1.0, e // 2, ("views",), True),
+        # the width: does a width-32 backbone learn more per CPU-second than the grid's 16?
+        # (the baseline's setting; compared with the baseline at equal training seconds)
+        Point("mabt", 2, 2048, "fixed", 1.0, WIDTH_CHECK_EPOCHS, ("width",), False, width=2 * WIDTH),
         Point("mabt", 2, 256, "rule", 1.0, e, ("projector", "data"), True),
         Point("mabt", 8, 256, "rule", 1.0, e // 4, ("views",), True),
         # projector: d in {64, 256, 2048}, the rule vs the fixed beta
@@ -165,7 +178,7 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
         f"data.fraction={point.fraction if point.fraction < 1 else -1}",
         f"data.num_views={point.m}",
         "data.num_workers=0",
-        f"backbone.kwargs.width={WIDTH}",
+        f"backbone.kwargs.width={point.width}",
         f"method_kwargs.proj_output_dim={point.d}",
         f"max_epochs={point.epochs}",
         f"seed={seed}",
@@ -382,19 +395,26 @@ class ActiveClock:
 
 def estimate_minutes(point: Point, curves: Sequence[dict]) -> Optional[float]:
     """Minutes a run of ``point`` takes here, training and per-epoch evaluation: training
-    seconds per view and evaluation seconds per epoch from the last epoch of every run
-    in ``curves`` with the same method and d (any run when none has them); None when
-    ``curves`` holds no run."""
+    seconds per view and evaluation seconds per epoch (the medians) from the last epoch of
+    every run in ``curves`` with the same width, method and d (any run of that width when
+    none has them; of any width, scaled by the width squared as the convolutions' work is,
+    when none has that width); None when ``curves`` holds no run."""
     last: Dict[str, dict] = {}
     for r in curves:
         if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
             last[r["run"]] = r
-    same = [r for r in last.values() if r["method"] == point.method and int(r["d"]) == point.d]
-    rows = same or list(last.values())
+    runs = list(last.values())
+    width = [r for r in runs if width_of(r["run"]) == point.width]
+    same = [r for r in width if r["method"] == point.method and int(r["d"]) == point.d]
+    rows = same or width or runs
     if not rows:
         return None
-    per_view = sorted(float(r["train_seconds"]) / float(r["views_seen"]) for r in rows)[len(rows) // 2]
-    per_epoch_eval = sorted(float(r["eval_seconds"] or 0) for r in rows)[len(rows) // 2]
+
+    def scaled(r: dict, value: float) -> float:
+        return value * (point.width / width_of(r["run"])) ** 2
+
+    per_view = sorted(scaled(r, float(r["train_seconds"]) / float(r["views_seen"])) for r in rows)[len(rows) // 2]
+    per_epoch_eval = sorted(scaled(r, float(r["eval_seconds"] or 0)) for r in rows)[len(rows) // 2]
     views = point.epochs * point.m * point.fraction * 50_000
     return (views * per_view + point.epochs * per_epoch_eval) / 60
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -143,12 +144,52 @@ def precision_section(results: List[dict]) -> List[str]:
     return lines + [""]
 
 
+def knn_at(rows: Sequence[dict], seconds: float) -> Optional[float]:
+    """kNN of a curve at ``seconds`` of training, linear between its epochs; None outside it."""
+    points = sorted((float(r["train_seconds"]), float(r["knn_backbone"])) for r in rows)
+    for (s0, k0), (s1, k1) in zip(points, points[1:]):
+        if s0 <= seconds <= s1:
+            return k0 + (k1 - k0) * (seconds - s0) / (s1 - s0) if s1 > s0 else k1
+    return points[0][1] if len(points) == 1 and points[0][0] == seconds else None
+
+
+def width_section(curves: List[dict], pairs: Sequence[Tuple[str, str]]) -> List[str]:
+    """The wider backbone against the grid's at equal training seconds: ``pairs`` of
+    (wide run, its grid-width counterpart) names."""
+    lines = ["## The backbone's width: 32 against the grid's 16 at equal training seconds", ""]
+    lines += ["| run | epoch | training s | kNN | grid width at the same seconds |", "|---|---|---|---|---|"]
+    verdicts = []
+    for wide, narrow in pairs:
+        rows = sorted((r for r in curves if r["run"] == wide), key=lambda r: int(r["epoch"]))
+        base = [r for r in curves if r["run"] == narrow]
+        if not rows:
+            lines.append(f"| {wide} | not run yet | | | |")
+            continue
+        last = None
+        for row in rows:
+            other = knn_at(base, float(row["train_seconds"])) if base else None
+            cell = f"{other:.2f}" if other is not None else "not reached yet"
+            lines.append(
+                f"| {wide} | {row['epoch']} | {float(row['train_seconds']):,.0f} | {row['knn_backbone']} | {cell} |"
+            )
+            if other is not None:
+                last = (float(row["train_seconds"]), float(row["knn_backbone"]), other)
+        if last is not None:
+            seconds, mine, theirs = last
+            better = "the grid's width" if theirs >= mine else "the wider backbone"
+            verdicts.append(
+                f"- {wide} against {narrow} at {seconds:,.0f} training s: {mine:.2f} vs {theirs:.2f}%: "
+                f"{better} learns more per CPU-second (one seed; clocks of a shared machine, indicative)"
+            )
+    return lines + [""] + verdicts + ([""] if verdicts else [])
+
+
 def write_report(out: Path) -> Path:
     """Writes ``summary.md`` and one plot per claim under ``out``; returns summary.md."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from cpu_claims import BASE_EPOCHS, RESULTS, CURVES  # noqa: I001
+    from cpu_claims import BASE_EPOCHS, CURVES, RESULTS, WIDTH, schedule  # noqa: I001
 
     from mvssl_plugin.runs import read_csv
 
@@ -164,6 +205,9 @@ def write_report(out: Path) -> Path:
         "",
     ]
     lines += precision_section(read_csv(RESULTS))
+    wide = [(p, seed) for p, seed in schedule((1, 2)) if "width" in p.parts]
+    pairs = [(p.name(seed), replace(p, width=WIDTH, epochs=BASE_EPOCHS).name(seed)) for p, seed in wide]
+    lines += width_section(read_csv(CURVES), pairs)
     sections = [
         (
             "Projector: beta by the rule keeps a small projector working (m = 2)",

@@ -149,3 +149,32 @@ def test_a_run_is_estimated_from_the_epochs_already_measured():
     vicreg = cpu_claims.Point("mavicreg", 2, 2048, "fixed", 1.0, 1, ("vicreg",), False)
     assert cpu_claims.estimate_minutes(vicreg, curves) == pytest.approx((100_000 * 3e-3 + 30) / 60)
     assert cpu_claims.estimate_minutes(m4, []) is None
+
+
+def test_the_width_check_is_the_baselines_setting_at_twice_the_width(monkeypatch, tmp_path):
+    (check,) = [p for p in cpu_claims.grid() if "width" in p.parts]
+    (baseline,) = [p for p in cpu_claims.grid() if p.parts == ("projector", "views")]
+    assert (check.method, check.m, check.d, check.beta) == (baseline.method, baseline.m, baseline.d, baseline.beta)
+    assert check.width == 2 * cpu_claims.WIDTH and check.name(1).endswith("-w32")
+    assert cpu_claims.width_of(check.name(1)) == 32 and cpu_claims.width_of(baseline.name(1)) == 16
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    assert "backbone.kwargs.width=32" in cpu_claims.overrides(check, 1)[1]
+    assert "backbone.kwargs.width=16" in cpu_claims.overrides(baseline, 1)[1]
+
+
+def test_a_wider_run_is_estimated_from_the_narrow_ones_by_its_width_squared():
+    narrow = [{"run": "a", "method": "mabt", "d": "2048", "epoch": "1", "views_seen": "100000",
+               "train_seconds": "100", "eval_seconds": "30"}]  # fmt: skip
+    wide = cpu_claims.Point("mabt", 2, 2048, "fixed", 1.0, 1, ("width",), False, width=32)
+    assert cpu_claims.estimate_minutes(wide, narrow) == pytest.approx(4 * (100_000 * 1e-3 * 1.0 + 30) / 60)
+
+
+def test_the_width_is_compared_at_equal_training_seconds():
+    narrow = [{"run": "n", "epoch": e, "train_seconds": 100 * e, "knn_backbone": 30 + e} for e in (1, 2, 3, 4)]
+    wide = [{"run": "w", "epoch": e, "train_seconds": 250 * e, "knn_backbone": 31 + e} for e in (1, 2)]
+    assert cpu_claims_report.knn_at(narrow, 250) == pytest.approx(32.5)
+    assert cpu_claims_report.knn_at(narrow, 50) is None and cpu_claims_report.knn_at(narrow, 450) is None
+    lines = cpu_claims_report.width_section(narrow + wide, [("w", "n")])
+    assert "| w | 1 | 250 | 32 | 32.50 |" in lines
+    assert "| w | 2 | 500 | 33 | not reached yet |" in lines  # the narrow curve ends at 400 s
+    assert any("at 250 training s: 32.00 vs 32.50%: the grid's width learns more" in line for line in lines)
