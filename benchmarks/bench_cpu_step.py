@@ -68,7 +68,9 @@ class StepClock:
         return gaps[self.warmup :]
 
 
-def run_setting(overrides: list[str], steps: int, out: Path, profile: bool) -> list[float]:
+def run_setting(
+    overrides: list[str], steps: int, out: Path, profile: bool, recipe: str = "mabt_cifar_cpu.yaml"
+) -> list[float]:
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.data.loaders import build_pretrain_loader
     from mvssl_plugin.train.checks import file_screen
@@ -93,7 +95,7 @@ def run_setting(overrides: list[str], steps: int, out: Path, profile: bool) -> l
         "+enable_model_summary=false",
     ]
     with contextlib.redirect_stdout(io.StringIO()):
-        cfg, model = build_pretrain_model(compose_recipe("mabt_cifar_cpu.yaml", "pretrain", base + overrides))
+        cfg, model = build_pretrain_model(compose_recipe(recipe, "pretrain", base + overrides))
         loader, _ = build_pretrain_loader(cfg, file_screen(cfg))
     clock = StepClock(warmup)
     profiler = None

@@ -3,6 +3,7 @@
     python benchmarks/cpu_claims.py --list                  # the grid and what is done
     python benchmarks/cpu_claims.py --budget-min 120        # run the next runs for 2 hours
     python benchmarks/cpu_claims.py --report                # summary.md and plots from the CSVs
+    python benchmarks/cpu_claims.py --step-times            # wall-clock: every step, side by side
 
 Every run pretrains through the plugin's own flow (``main_pretrain.py``'s ``pretrain``, the
 CPU recipes ``mabt_cifar_cpu.yaml`` / ``mavicreg_cifar_cpu.yaml``): all 50,000 training
@@ -32,9 +33,11 @@ on. The budget counts minutes the harness was not paused.
 Pausing: other work on a small machine pauses the runs with SIGSTOP to the process group
 whose id ``--pgid-file`` holds, and logs each pause in ``--pause-log`` (``<unix time>
 stop|cont``): the paused seconds inside an epoch are taken off its training seconds.
-Wall-clock claims still come from step times measured side by side in one quiet run
-(``benchmarks/bench_cpu_step.py``): training seconds of runs that shared a machine are
-indicative only.
+Wall-clock claims still come from step times measured side by side in one quiet run:
+``--step-times`` times every distinct step of the grid (method, m, d, width), the settings
+alternating within each round (``benchmarks/bench_cpu_step.py``'s step clock), into
+``step_times.csv``; the report turns views-to-reach into seconds with them. Training
+seconds of runs that shared a machine are indicative only.
 
 Because the optimizer has no schedule, a shorter run is a prefix of a longer one; the
 epoch budgets below put the views and data claims at equal views processed.
@@ -57,6 +60,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 OUT = REPO / "benchmarks" / "results" / "cpu_claims"
 RESULTS, CURVES = OUT / "results.csv", OUT / "curves.csv"
+STEP_TIMES = OUT / "step_times.csv"
 RESULT_COLUMNS = (
     "method",
     "m",
@@ -196,6 +200,87 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
     else:
         out.append(f"method_kwargs.lamb={'auto' if point.beta == 'rule' else BARLOW_TWINS_C / FIXED_C_OVER}")
     return recipe, out
+
+
+# ----------------------------------------------------------------------------- step times (wall-clock)
+
+#: settings the step-time measurement makes itself (``bench_cpu_step.run_setting``)
+_STEP_OWN = {
+    "data.train_path",
+    "data.val_path",
+    "data.format",
+    "data.fraction",
+    "checkpoint.dir",
+    "auto_resume.enabled",
+    "wandb.enabled",
+    "max_epochs",
+    "enable_progress_bar",
+}
+
+
+def step_settings() -> List[Tuple[Point, str, List[str]]]:
+    """(point, recipe, overrides): one per distinct training step of the grid. A step's work
+    depends on the method, m, d and the width; not on beta, the data fraction, the epochs or
+    the seed."""
+    found: Dict[Tuple[str, int, int, int], Tuple[Point, str, List[str]]] = {}
+    for point in grid():
+        key = (point.method, point.m, point.d, point.width)
+        if point.precision != "auto" or key in found:
+            continue
+        recipe, extra = overrides(point, 1)
+        keep = [o for o in extra if o.split("=")[0].lstrip("+~") not in _STEP_OWN]
+        found[key] = (point, recipe, keep)
+    return list(found.values())
+
+
+def measure_step_times(rounds: int, steps: int) -> List[dict]:
+    """Seconds per training step of every distinct step of the grid, measured side by side:
+    the settings alternate within each round, so all see the same machine. Run it alone on
+    the machine (nothing else training); it writes ``step_times.csv``."""
+    import logging
+    import statistics
+    import tempfile
+    import warnings
+
+    import torch
+    from bench_cpu_step import run_setting
+
+    from mvssl_plugin.config.hardware import cpu_precision
+    from mvssl_plugin.runs import write_csv
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    settings = step_settings()
+    times: Dict[str, List[float]] = {p.name(1): [] for p, _, _ in settings}
+    out = Path(tempfile.mkdtemp())
+    for round_ in range(rounds):
+        for point, recipe, extra in settings:
+            times[point.name(1)] += run_setting(extra, steps, out, False, recipe=recipe)
+            print(f"cpu_claims: step times, round {round_ + 1}/{rounds}: {point.name(1)}", flush=True)
+    rows = []
+    for point, _, _ in settings:
+        step = statistics.median(times[point.name(1)])
+        rows.append(
+            {
+                "method": point.method,
+                "m": point.m,
+                "d": point.d,
+                "width": point.width,
+                "precision": cpu_precision()[0],
+                "steps": len(times[point.name(1)]),
+                "s_per_step": round(step, 4),
+                "views_per_s": round(128 * point.m / step, 1),
+                "threads": torch.get_num_threads(),
+                "cpu": cpu_description(),
+                "commit": commit(),
+                "date": time.strftime("%Y-%m-%d %H:%M"),
+            }
+        )
+    write_csv(STEP_TIMES, rows)
+    print("| method | m | d | width | s / step | views / s |\n|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['method']} | {r['m']} | {r['d']} | {r['width']} | {r['s_per_step']} | {r['views_per_s']} |")
+    return rows
 
 
 # ----------------------------------------------------------------------------- the run itself (child)
@@ -491,6 +576,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--start-anyway", action="store_true", help="start a run the budget may not finish")
     parser.add_argument("--list", action="store_true", help="the grid and its status")
     parser.add_argument("--report", action="store_true", help="summary.md and plots from the CSVs")
+    parser.add_argument(
+        "--step-times", action="store_true", help="every distinct step of the grid, side by side (machine alone)"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="--step-times: rounds (settings alternate)")
+    parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
     parser.add_argument("--pause-log", type=Path, help="pause log (see the module docstring)")
     parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
@@ -499,6 +589,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         run_child(args.run, args.pause_log)
     elif args.list:
         list_grid(args.seeds)
+    elif args.step_times:
+        measure_step_times(args.rounds, args.steps)
     elif args.report:
         from cpu_claims_report import write_report
 

@@ -51,6 +51,16 @@ class Grid:
             return None, None, 0
         return statistics.mean(values), (max(values) - min(values) if len(values) > 1 else None), len(values)
 
+    def unfinished(self, key: Key) -> List[Tuple[int, int, float]]:
+        """(seed, last epoch, its kNN) of each seed whose run has not finished yet."""
+        done = {int(r["seed"]) for r in self.final.get(key, [])}
+        out = []
+        for seed, rows in sorted(self.curves.get(key, {}).items()):
+            if seed not in done:
+                last = max(rows, key=lambda r: int(r["epoch"]))
+                out.append((seed, int(last["epoch"]), float(last["knn_backbone"])))
+        return out
+
     def reach(self, key: Key, target: float) -> Optional[Tuple[float, float]]:
         """(mean views, mean training seconds) at which each seed's curve first reaches ``target``;
         None if a seed's finished run never does."""
@@ -66,12 +76,16 @@ class Grid:
         return statistics.mean(v for v, _ in found), statistics.mean(s for _, s in found)
 
 
-def _cell(value: Optional[float], spread: Optional[float], seeds: int) -> str:
-    if value is None:
-        return "not run yet"
-    return (
-        f"{value:.1f}" + (f" ± {spread / 2:.1f}" if spread is not None else "") + f" ({seeds} seed{'s' * (seeds > 1)})"
-    )
+def _cell(
+    value: Optional[float], spread: Optional[float], seeds: int, running: Sequence[Tuple[int, int, float]] = ()
+) -> str:
+    """The final kNN over finished seeds, then where each unfinished seed stands."""
+    parts = []
+    if value is not None:
+        half = f" ± {spread / 2:.1f}" if spread is not None else ""
+        parts.append(f"{value:.1f}{half} ({seeds} seed{'s' * (seeds > 1)})")
+    parts += [f"seed {seed} unfinished: {knn:.1f} at epoch {epoch}" for seed, epoch, knn in running]
+    return "; ".join(parts) or "not run yet"
 
 
 def verdict(grid: Grid, better: Key, worse: Key, claim: str) -> str:
@@ -87,6 +101,62 @@ def verdict(grid: Grid, better: Key, worse: Key, claim: str) -> str:
     if abs(gap) <= noise:
         return f"inconclusive: {gap:+.1f} points, within the seeds' spread of {noise:.1f} ({claim})"
     return f"{'holds' if gap > 0 else 'does not hold'}: {gap:+.1f} points, seeds' spread {noise:.1f} ({claim})"
+
+
+def seconds_per_view(step_times: Sequence[dict], key: Key, width: int = 16) -> Optional[float]:
+    """Seconds one view of ``key``'s setting takes to train, from ``step_times.csv`` (batch 128)."""
+    method, m, d = key[0], key[1], key[2]
+    for row in step_times:
+        if (row["method"], int(row["m"]), int(row["d"]), int(row["width"])) == (method, m, d, width):
+            return float(row["s_per_step"]) / (128 * m)
+    return None
+
+
+def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequence[dict]) -> List[str]:
+    """Views and seconds each setting takes to first reach the baseline's final kNN; seconds at
+    the step rates measured side by side (``step_times.csv``), so shared-machine clocks do not
+    enter. A verdict per setting: faster in time than the baseline (the paper's claim), or not."""
+    target, _, _ = grid.accuracy(base)
+    if target is None:
+        running = grid.unfinished(base)
+        where = f" (at {running[0][2]:.1f}% after epoch {running[0][1]})" if running else ""
+        return [f"Views and seconds to reach the baseline: the baseline has not finished{where}.", ""]
+    mine = grid.reach(base, target)
+    base_rate = seconds_per_view(step_times, base)
+    lines = [f"The 2-view baseline's final kNN: {target:.1f}%. First reached at:", ""]
+    lines += ["| run | views | x baseline's views | s at the measured step rate | x baseline's time |"]
+    lines += ["|---|---|---|---|---|"]
+    verdicts = []
+    for key in keys:
+        got = grid.reach(key, target)
+        if got is None or mine is None:
+            lines.append(f"| {_label(key)} | not reached | | | |")
+            if key != base and grid.unfinished(key):
+                verdicts.append(f"- {_label(key)}: inconclusive: not finished, not at {target:.1f}% yet")
+            elif key != base and key in grid.final:
+                verdicts.append(f"- {_label(key)}: does not hold: never reaches {target:.1f}% in its {key[-1]} epochs")
+            continue
+        rate = seconds_per_view(step_times, key)
+        views_x = got[0] / mine[0]
+        seconds = f"{got[0] * rate:,.0f}" if rate is not None else "no step time"
+        time_x = got[0] * rate / (mine[0] * base_rate) if rate is not None and base_rate is not None else None
+        time_cell = f"{time_x:.2f}" if time_x is not None else "-"
+        lines.append(f"| {_label(key)} | {got[0]:,.0f} | {views_x:.2f} | {seconds} | {time_cell} |")
+        if key == base:
+            continue
+        seeds = len(grid.final.get(key, []))
+        how = f"({seeds} seed{'s' * (seeds != 1)} finished; the baseline {len(grid.final[base])})"
+        if time_x is None:
+            verdicts.append(f"- {_label(key)}: in views {views_x:.2f}x the baseline's; time not measured {how}")
+        else:
+            word = "holds" if time_x < 1 else "does not hold"
+            verdicts.append(
+                f"- {_label(key)}: {word}: {time_x:.2f}x the baseline's time, {views_x:.2f}x its views "
+                f"(paper: 0.43x its time for 4 views, BT) {how}"
+            )
+    rates = [r for r in step_times if r.get("date")]
+    when = f"step times measured {rates[0]['date']}, {rates[0]['cpu']}" if rates else "no step times measured yet"
+    return lines + ["", f"({when}: `python benchmarks/cpu_claims.py --step-times`.)", ""] + verdicts + [""]
 
 
 def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str) -> None:
@@ -114,7 +184,8 @@ def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str) -> None:
         ax.set_xlabel(x)
         ax.set_ylabel("backbone kNN top-1 (%)")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=7)
     fig.suptitle(title + " (dashed: second seed)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -189,11 +260,12 @@ def write_report(out: Path) -> Path:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from cpu_claims import BASE_EPOCHS, CURVES, RESULTS, WIDTH, schedule  # noqa: I001
+    from cpu_claims import BASE_EPOCHS, CURVES, RESULTS, STEP_TIMES, WIDTH, schedule  # noqa: I001
 
     from mvssl_plugin.runs import read_csv
 
     grid = Grid(read_csv(RESULTS), read_csv(CURVES))
+    step_times = read_csv(STEP_TIMES)
     e = BASE_EPOCHS
     baseline: Key = ("mabt", 2, 2048, "fixed", 1.0, e)
     lines = [
@@ -246,22 +318,11 @@ def write_report(out: Path) -> Path:
             value, spread, seeds = grid.accuracy(key)
             ranks = [float(r["rank_projector"]) for r in grid.final.get(key, [])]
             rank = f"{statistics.mean(ranks):.1f}" if ranks else "-"
-            lines.append(f"| {_label(key)} | {key[-1]} | {_cell(value, spread, seeds)} | {rank} |")
+            cell = _cell(value, spread, seeds, grid.unfinished(key))
+            lines.append(f"| {_label(key)} | {key[-1]} | {cell} | {rank} |")
         lines.append("")
         if slug in ("views", "vicreg"):
-            base = keys[0]
-            target, _, _ = grid.accuracy(base)
-            if target is not None:
-                mine = grid.reach(base, target)
-                lines += [f"The 2-view baseline's final kNN: {target:.1f}%. First reached at:", ""]
-                lines += ["| run | views | x baseline's views | training s |", "|---|---|---|---|"]
-                for key in keys:
-                    got = grid.reach(key, target)
-                    if got is None or mine is None:
-                        lines.append(f"| {_label(key)} | not reached | | |")
-                        continue
-                    lines.append(f"| {_label(key)} | {got[0]:,.0f} | {got[0] / mine[0]:.2f} | {got[1]:,.0f} |")
-                lines.append("")
+            lines += reach_section(grid, keys[0], keys, step_times)
         for better, worse, claim in contests:
             lines += [f"- {claim}: " + verdict(grid, better, worse, claim.split(":")[0]), ""]
         plot(grid, keys, out / f"{slug}.png", title)

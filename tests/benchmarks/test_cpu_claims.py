@@ -178,3 +178,86 @@ def test_the_width_is_compared_at_equal_training_seconds():
     assert "| w | 1 | 250 | 32 | 32.50 |" in lines
     assert "| w | 2 | 500 | 33 | not reached yet |" in lines  # the narrow curve ends at 400 s
     assert any("at 250 training s: 32.00 vs 32.50%: the grid's width learns more" in line for line in lines)
+
+
+def test_an_unfinished_seed_shows_where_it_stands():
+    results, curves = rows("mabt", 2, 2048, "fixed", 1.0, 20, (50.0, 52.0))
+    grid = cpu_claims_report.Grid(results[:1], curves)  # seed 2 still running (all its epochs logged)
+    key = ("mabt", 2, 2048, "fixed", 1.0, 20)
+    assert grid.unfinished(key) == [(2, 20, 52.0)]
+    cell = cpu_claims_report._cell(*grid.accuracy(key), grid.unfinished(key))
+    assert cell == "50.0 (1 seed); seed 2 unfinished: 52.0 at epoch 20"
+    assert cpu_claims_report._cell(None, None, 0) == "not run yet"
+
+
+def step_row(method, m, d, s_per_step, width=16):
+    return {"method": method, "m": m, "d": d, "width": width, "s_per_step": s_per_step, "date": "d", "cpu": "c"}
+
+
+def test_time_to_the_baseline_comes_from_the_measured_step_rates():
+    base, four = ("mabt", 2, 2048, "fixed", 1.0, 20), ("mabt", 4, 256, "rule", 1.0, 10)
+    grid = grid_of((*base, (50.0,)), (*four, (60.0,)))
+    # 4 views first reach 50% at epoch 9: 1.8M views, 0.9x the baseline's 2M
+    steps = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]  # 4 views: 0.75x per view
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], steps)
+    assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,055 | 0.68 |" in lines
+    assert any(line.startswith("- mabt m=4 d=256 rule: holds: 0.68x the baseline's time") for line in lines)
+    slow = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.5)]  # 1.25x per view
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], slow)
+    assert any(line.startswith("- mabt m=4 d=256 rule: does not hold: 1.12x") for line in lines)
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], [])
+    assert any("0.90x the baseline's; time not measured" in line for line in lines)
+
+
+def test_a_setting_that_never_reaches_the_baseline_does_not_hold():
+    base, four = ("mabt", 2, 2048, "fixed", 1.0, 20), ("mabt", 4, 256, "rule", 1.0, 10)
+    results, curves = rows(*four, (40.0,))
+    grid = grid_of((*base, (50.0,)), (*four, (40.0,)))
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], [])
+    assert "- mabt m=4 d=256 rule: does not hold: never reaches 50.0% in its 10 epochs" in lines
+    running = cpu_claims_report.Grid(rows(*base, (50.0,))[0], rows(*base, (50.0,))[1] + curves[:3])
+    lines = cpu_claims_report.reach_section(running, base, [base, four], [])
+    assert "- mabt m=4 d=256 rule: inconclusive: not finished, not at 50.0% yet" in lines
+
+
+def test_every_step_of_the_grid_is_timed_once_with_its_own_setting(monkeypatch, tmp_path):
+    """One step setting per (method, m, d, width), and each composes into the config its runs train."""
+    from mvssl_plugin.cli.config_name import compose_recipe
+
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    settings = cpu_claims.step_settings()
+    keys = [(p.method, p.m, p.d, p.width) for p, _, _ in settings]
+    assert len(keys) == len(set(keys)) == len({(p.method, p.m, p.d, p.width) for p in cpu_claims.grid()})
+    for point, recipe, extra in settings:
+        assert not any(o.startswith(("checkpoint.dir", "data.fraction", "max_epochs")) for o in extra)
+        cfg = compose_recipe(recipe, "pretrain", extra)
+        assert (cfg.method, cfg.data.num_views, cfg.method_kwargs.proj_output_dim, cfg.backbone.kwargs.width) == (
+            point.method,
+            point.m,
+            point.d,
+            point.width,
+        )
+
+
+def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_path):
+    import bench_cpu_step
+
+    calls = []
+
+    def fake_run_setting(overrides, steps, out, profile, recipe="mabt_cifar_cpu.yaml"):
+        m = int(next(o for o in overrides if o.startswith("data.num_views=")).split("=")[1])
+        calls.append(m)
+        return [0.1 * m, 0.1 * m + 0.01 * len(calls), 0.1 * m]
+
+    monkeypatch.setattr(bench_cpu_step, "run_setting", fake_run_setting)
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    monkeypatch.setattr(cpu_claims, "STEP_TIMES", tmp_path / "step_times.csv")
+    rows_ = cpu_claims.measure_step_times(rounds=2, steps=3)
+    n = len(cpu_claims.step_settings())
+    assert calls[:n] == calls[n:] and len(calls) == 2 * n  # every setting once per round, in the same order
+    four = next(r for r in rows_ if (r["method"], r["m"], r["d"]) == ("mabt", 4, 256))
+    assert four["s_per_step"] == pytest.approx(0.4) and four["views_per_s"] == pytest.approx(128 * 4 / 0.4, abs=0.1)
+    assert four["steps"] == 6
+    from mvssl_plugin.runs import read_csv
+
+    assert len(read_csv(tmp_path / "step_times.csv")) == n
