@@ -58,6 +58,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_claims_report import seconds_per_view  # noqa: E402
+
 OUT = REPO / "benchmarks" / "results" / "cpu_claims"
 RESULTS, CURVES = OUT / "results.csv", OUT / "curves.csv"
 STEP_TIMES = OUT / "step_times.csv"
@@ -287,15 +290,18 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
 
 
 def pause_overlap(log: Optional[Path], start: float, end: float) -> float:
-    """Seconds of [start, end] (unix time) that the pause log marks as paused."""
+    """Seconds of [start, end] (unix time) that the pause log marks as paused. Lines that are
+    not ``<unix time> stop|cont ...`` (a comment, a half-written line) are skipped: the log is
+    written by hand-made tools, and a bad line must not end a run hours in."""
     if log is None or not log.is_file():
         return 0.0
     total, stopped = 0.0, None
     for line in log.read_text().splitlines():
         parts = line.split()
-        if len(parts) < 2:
+        try:
+            when, what = float(parts[0]), parts[1]
+        except (IndexError, ValueError):
             continue
-        when, what = float(parts[0]), parts[1]
         if what == "stop" and stopped is None:
             stopped = when
         elif what == "cont" and stopped is not None:
@@ -478,12 +484,13 @@ class ActiveClock:
         return self.active
 
 
-def estimate_minutes(point: Point, curves: Sequence[dict]) -> Optional[float]:
+def estimate_minutes(point: Point, curves: Sequence[dict], step_times: Sequence[dict] = ()) -> Optional[float]:
     """Minutes a run of ``point`` takes here, training and per-epoch evaluation: training
     seconds per view and evaluation seconds per epoch (the medians) from the last epoch of
     every run in ``curves`` with the same width, method and d (any run of that width when
-    none has them; of any width, scaled by the width squared as the convolutions' work is,
-    when none has that width); None when ``curves`` holds no run."""
+    none has them; of any width when none has that width). A run of another setting is
+    scaled by the two steps' seconds per view in ``step_times`` where both are measured,
+    else by the width squared (the convolutions' work); None when ``curves`` holds no run."""
     last: Dict[str, dict] = {}
     for r in curves:
         if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
@@ -494,12 +501,21 @@ def estimate_minutes(point: Point, curves: Sequence[dict]) -> Optional[float]:
     rows = same or width or runs
     if not rows:
         return None
+    mine = seconds_per_view(step_times, point.method, point.m, point.d, point.width)
 
-    def scaled(r: dict, value: float) -> float:
-        return value * (point.width / width_of(r["run"])) ** 2
+    def factor(r: dict) -> float:
+        theirs = None
+        if mine is not None:
+            theirs = seconds_per_view(step_times, r["method"], int(r["m"]), int(r["d"]), width_of(r["run"]))
+        if mine is not None and theirs is not None:
+            return mine / theirs
+        return (point.width / width_of(r["run"])) ** 2
 
-    per_view = sorted(scaled(r, float(r["train_seconds"]) / float(r["views_seen"])) for r in rows)[len(rows) // 2]
-    per_epoch_eval = sorted(scaled(r, float(r["eval_seconds"] or 0)) for r in rows)[len(rows) // 2]
+    def eval_factor(r: dict) -> float:  # the evaluation embeds the same images whatever m and d
+        return factor(r) if width_of(r["run"]) != point.width else 1.0
+
+    per_view = sorted(factor(r) * float(r["train_seconds"]) / float(r["views_seen"]) for r in rows)[len(rows) // 2]
+    per_epoch_eval = sorted(eval_factor(r) * float(r["eval_seconds"] or 0) for r in rows)[len(rows) // 2]
     views = point.epochs * point.m * point.fraction * 50_000
     return (views * per_view + point.epochs * per_epoch_eval) / 60
 
@@ -525,7 +541,7 @@ def run_grid(
             print(f"cpu_claims: budget spent; next: {name}")
             return
         started_here = any((OUT / "runs" / name).rglob("*.ckpt"))
-        need = estimate_minutes(point, read_csv(CURVES))
+        need = estimate_minutes(point, read_csv(CURVES), read_csv(STEP_TIMES))
         if not (start_anyway or started_here) and need is not None and need * 60 > left:
             print(
                 f"cpu_claims: {name} needs about {need:.0f} min, the budget has {left / 60:.0f} left: "

@@ -103,9 +103,9 @@ def verdict(grid: Grid, better: Key, worse: Key, claim: str) -> str:
     return f"{'holds' if gap > 0 else 'does not hold'}: {gap:+.1f} points, seeds' spread {noise:.1f} ({claim})"
 
 
-def seconds_per_view(step_times: Sequence[dict], key: Key, width: int = 16) -> Optional[float]:
-    """Seconds one view of ``key``'s setting takes to train, from ``step_times.csv`` (batch 128)."""
-    method, m, d = key[0], key[1], key[2]
+def seconds_per_view(step_times: Sequence[dict], method: str, m: int, d: int, width: int = 16) -> Optional[float]:
+    """Seconds one view of this training step takes in ``step_times.csv`` (batch 128); None
+    where it was not measured."""
     for row in step_times:
         if (row["method"], int(row["m"]), int(row["d"]), int(row["width"])) == (method, m, d, width):
             return float(row["s_per_step"]) / (128 * m)
@@ -122,7 +122,7 @@ def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequen
         where = f" (at {running[0][2]:.1f}% after epoch {running[0][1]})" if running else ""
         return [f"Views and seconds to reach the baseline: the baseline has not finished{where}.", ""]
     mine = grid.reach(base, target)
-    base_rate = seconds_per_view(step_times, base)
+    base_rate = seconds_per_view(step_times, *base[:3])
     lines = [f"The 2-view baseline's final kNN: {target:.1f}%. First reached at:", ""]
     lines += ["| run | views | x baseline's views | s at the measured step rate | x baseline's time |"]
     lines += ["|---|---|---|---|---|"]
@@ -136,7 +136,7 @@ def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequen
             elif key != base and key in grid.final:
                 verdicts.append(f"- {_label(key)}: does not hold: never reaches {target:.1f}% in its {key[-1]} epochs")
             continue
-        rate = seconds_per_view(step_times, key)
+        rate = seconds_per_view(step_times, *key[:3])
         views_x = got[0] / mine[0]
         seconds = f"{got[0] * rate:,.0f}" if rate is not None else "no step time"
         time_x = got[0] * rate / (mine[0] * base_rate) if rate is not None and base_rate is not None else None

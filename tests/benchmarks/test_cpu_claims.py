@@ -40,7 +40,7 @@ def test_the_grid_starts_with_the_precision_check_then_one_seed_of_each_point():
 
 def test_paused_time_inside_an_epoch_is_counted(tmp_path):
     log = tmp_path / "pauses.log"
-    log.write_text("100 stop 1\n110 cont 1\n150 stop 2\n170 cont 2\n190 stop 3\n")
+    log.write_text("100 stop 1\n110 cont 1\n# a note\n150 stop 2\nx\n170 cont 2\n\n190 stop 3\n")
     overlap = cpu_claims.pause_overlap
     assert overlap(log, 0, 200) == 10 + 20 + 10  # the last pause still running at 200
     assert overlap(log, 105, 160) == 5 + 10
@@ -261,3 +261,16 @@ def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_
     from mvssl_plugin.runs import read_csv
 
     assert len(read_csv(tmp_path / "step_times.csv")) == n
+
+
+def test_an_estimate_scales_another_settings_run_by_the_measured_step_times():
+    """Width 32 measured 2.0x the width-16 step, not the 4x the width squared would say."""
+    narrow = [{"run": "a", "method": "mabt", "m": "2", "d": "2048", "epoch": "1", "views_seen": "100000",
+               "train_seconds": "100", "eval_seconds": "30"}]  # fmt: skip
+    wide = cpu_claims.Point("mabt", 2, 2048, "fixed", 1.0, 1, ("width",), False, width=32)
+    steps = [step_row("mabt", 2, 2048, 0.4), step_row("mabt", 2, 2048, 0.8, width=32)]
+    assert cpu_claims.estimate_minutes(wide, narrow, steps) == pytest.approx(2 * (100 + 30) / 60)
+    four = cpu_claims.Point("mabt", 4, 256, "rule", 1.0, 1, ("views",), True)
+    steps.append(step_row("mabt", 4, 256, 0.4))  # per view: 0.4 / 512 against 0.4 / 256
+    # 200,000 views at half the baseline's 1 ms; the same evaluation (same width)
+    assert cpu_claims.estimate_minutes(four, narrow, steps) == pytest.approx((200_000 * 0.5e-3 + 30) / 60)
