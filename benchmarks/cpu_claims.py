@@ -610,7 +610,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.report:
         from cpu_claims_report import write_report
 
-        write_report(OUT)
+        write_report(OUT, REPO / "README.md")
     elif args.budget_min is not None:
         if args.pgid_file is not None:
             args.pgid_file.write_text(str(os.getpgrp()))

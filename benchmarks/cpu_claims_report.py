@@ -88,8 +88,9 @@ def _cell(
     return "; ".join(parts) or "not run yet"
 
 
-def verdict(grid: Grid, better: Key, worse: Key, claim: str) -> str:
-    """Whether ``better`` beats ``worse`` on final kNN beyond the seeds' spread."""
+def verdict(grid: Grid, better: Key, worse: Key, claim: str, matches: bool = False) -> str:
+    """Whether ``better`` beats ``worse`` on final kNN beyond the seeds' spread; with
+    ``matches``, whether it is not below it beyond the spread (a claim of equal accuracy)."""
     a, sa, na = grid.accuracy(better)
     b, sb, nb = grid.accuracy(worse)
     if a is None or b is None:
@@ -98,6 +99,9 @@ def verdict(grid: Grid, better: Key, worse: Key, claim: str) -> str:
     if na < 2 or nb < 2:
         return f"inconclusive so far: {gap:+.1f} points with one seed on a side ({claim})"
     noise = max(sa or 0.0, sb or 0.0)
+    if matches:
+        word = "holds" if gap >= -noise else "does not hold"
+        return f"{word}: {gap:+.1f} points, seeds' spread {noise:.1f} ({claim}: equal accuracy claimed)"
     if abs(gap) <= noise:
         return f"inconclusive: {gap:+.1f} points, within the seeds' spread of {noise:.1f} ({claim})"
     return f"{'holds' if gap > 0 else 'does not hold'}: {gap:+.1f} points, seeds' spread {noise:.1f} ({claim})"
@@ -112,6 +116,43 @@ def seconds_per_view(step_times: Sequence[dict], method: str, m: int, d: int, wi
     return None
 
 
+Reach = Tuple[float, float, Optional[float]]  # views, x the baseline's views, x its time
+
+
+def time_to_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -> Optional[Reach]:
+    """(views, x the baseline's views, x the baseline's time or None) at which ``key`` first
+    reaches the baseline's final kNN; time at the step rates of ``step_times.csv``. None
+    while the baseline has not finished or ``key`` has not reached it."""
+    target, _, _ = grid.accuracy(base)
+    if target is None:
+        return None
+    mine, got = grid.reach(base, target), grid.reach(key, target)
+    if mine is None or got is None:
+        return None
+    rate, base_rate = seconds_per_view(step_times, *key[:3]), seconds_per_view(step_times, *base[:3])
+    time_x = got[0] * rate / (mine[0] * base_rate) if rate is not None and base_rate is not None else None
+    return got[0], got[0] / mine[0], time_x
+
+
+def views_verdict(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -> str:
+    """The views claim for ``key``: it reaches the baseline's final kNN in less time."""
+    target, _, _ = grid.accuracy(base)
+    if target is None:
+        return "inconclusive: the baseline has not finished"
+    found = time_to_baseline(grid, base, key, step_times)
+    if found is None:
+        if key in grid.final and not grid.unfinished(key):
+            return f"does not hold: never reaches {target:.1f}% in its {key[-1]} epochs"
+        return f"inconclusive: not finished, not at {target:.1f}% yet" if grid.unfinished(key) else "not run yet"
+    _, views_x, time_x = found
+    seeds = len(grid.final.get(key, []))
+    how = f"({seeds} seed{'s' * (seeds != 1)} finished; the baseline {len(grid.final[base])})"
+    if time_x is None:
+        return f"in views {views_x:.2f}x the baseline's; time not measured {how}"
+    word = "holds" if time_x < 1 else "does not hold"
+    return f"{word}: {time_x:.2f}x the baseline's time, {views_x:.2f}x its views {how}"
+
+
 def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequence[dict]) -> List[str]:
     """Views and seconds each setting takes to first reach the baseline's final kNN; seconds at
     the step rates measured side by side (``step_times.csv``), so shared-machine clocks do not
@@ -121,42 +162,66 @@ def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequen
         running = grid.unfinished(base)
         where = f" (at {running[0][2]:.1f}% after epoch {running[0][1]})" if running else ""
         return [f"Views and seconds to reach the baseline: the baseline has not finished{where}.", ""]
-    mine = grid.reach(base, target)
-    base_rate = seconds_per_view(step_times, *base[:3])
     lines = [f"The 2-view baseline's final kNN: {target:.1f}%. First reached at:", ""]
     lines += ["| run | views | x baseline's views | s at the measured step rate | x baseline's time |"]
     lines += ["|---|---|---|---|---|"]
-    verdicts = []
     for key in keys:
-        got = grid.reach(key, target)
-        if got is None or mine is None:
+        found = time_to_baseline(grid, base, key, step_times)
+        if found is None:
             lines.append(f"| {_label(key)} | not reached | | | |")
-            if key != base and grid.unfinished(key):
-                verdicts.append(f"- {_label(key)}: inconclusive: not finished, not at {target:.1f}% yet")
-            elif key != base and key in grid.final:
-                verdicts.append(f"- {_label(key)}: does not hold: never reaches {target:.1f}% in its {key[-1]} epochs")
             continue
+        views, views_x, time_x = found
         rate = seconds_per_view(step_times, *key[:3])
-        views_x = got[0] / mine[0]
-        seconds = f"{got[0] * rate:,.0f}" if rate is not None else "no step time"
-        time_x = got[0] * rate / (mine[0] * base_rate) if rate is not None and base_rate is not None else None
+        seconds = f"{views * rate:,.0f}" if rate is not None else "no step time"
         time_cell = f"{time_x:.2f}" if time_x is not None else "-"
-        lines.append(f"| {_label(key)} | {got[0]:,.0f} | {views_x:.2f} | {seconds} | {time_cell} |")
-        if key == base:
-            continue
-        seeds = len(grid.final.get(key, []))
-        how = f"({seeds} seed{'s' * (seeds != 1)} finished; the baseline {len(grid.final[base])})"
-        if time_x is None:
-            verdicts.append(f"- {_label(key)}: in views {views_x:.2f}x the baseline's; time not measured {how}")
-        else:
-            word = "holds" if time_x < 1 else "does not hold"
-            verdicts.append(
-                f"- {_label(key)}: {word}: {time_x:.2f}x the baseline's time, {views_x:.2f}x its views "
-                f"(paper: 0.43x its time for 4 views, BT) {how}"
-            )
+        lines.append(f"| {_label(key)} | {views:,.0f} | {views_x:.2f} | {seconds} | {time_cell} |")
+    verdicts = [f"- {_label(key)}: {views_verdict(grid, base, key, step_times)}" for key in keys if key != base]
     rates = [r for r in step_times if r.get("date")]
     when = f"step times measured {rates[0]['date']}, {rates[0]['cpu']}" if rates else "no step times measured yet"
     return lines + ["", f"({when}: `python benchmarks/cpu_claims.py --step-times`.)", ""] + verdicts + [""]
+
+
+#: the paper's figures (Agrawal, Ghosh et al., NeurIPS 2024; ResNet-50, CIFAR-10, 100 epochs)
+PAPER = {
+    "projector": "with the rule 82.1-83.4% at every d; fixed beta 73.6% at d = 64",
+    "views": "4 views reach the 2-view baseline in 0.43x its time (BT), 0.41x (VICReg)",
+    "data": "4 x 50% and 8 x 25% reach 80% in 28.3 and 27.7 min, 2 x 100% in 63.4",
+}
+README_START = "<!-- cpu-claims table: made by `python benchmarks/cpu_claims.py --report` from its CSVs -->"
+README_END = "<!-- end of the cpu-claims table -->"
+
+
+def claims_table(grid: Grid, step_times: Sequence[dict], epochs: int) -> List[str]:
+    """One row per claim: the paper's figure, the CPU benchmark's comparison and its verdict."""
+    e = epochs
+    base: Key = ("mabt", 2, 2048, "fixed", 1.0, e)
+    two: Key = ("mabt", 2, 256, "rule", 1.0, e)
+    rows = [
+        ("projector", "d = 64, rule vs fixed beta",
+         verdict(grid, ("mabt", 2, 64, "rule", 1.0, e), ("mabt", 2, 64, "fixed", 1.0, e), "d = 64")),
+        ("views", "m = 4, d = 256, rule vs m = 2, d = 2048, fixed: time to the baseline's final kNN",
+         views_verdict(grid, base, ("mabt", 4, 256, "rule", 1.0, e // 2), step_times)),
+        ("views", "m = 8, d = 256, rule, the same",
+         views_verdict(grid, base, ("mabt", 8, 256, "rule", 1.0, e // 4), step_times)),
+        ("data", "4 x 50% vs 2 x 100%, equal views",
+         verdict(grid, ("mabt", 4, 256, "rule", 0.5, e), two, "4 x 50%", matches=True)),
+        ("data", "8 x 25% vs 2 x 100%, equal views",
+         verdict(grid, ("mabt", 8, 256, "rule", 0.25, e), two, "8 x 25%", matches=True)),
+    ]  # fmt: skip
+    lines = ["| claim | paper | CPU benchmark: all of CIFAR-10, width-16 ResNet-18 | verdict |", "|---|---|---|---|"]
+    for i, (claim, ours, said) in enumerate(rows):
+        again = i > 0 and rows[i - 1][0] == claim
+        lines.append(f"| {'' if again else claim} | {'' if again else PAPER[claim]} | {ours} | {said} |")
+    return lines
+
+
+def replace_block(text: str, block: Sequence[str]) -> str:
+    """``text`` with the lines between the README markers replaced by ``block``."""
+    if README_START not in text or README_END not in text:
+        raise SystemExit(f"the README has no cpu-claims markers: add {README_START!r} and {README_END!r}")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    return head + README_START + "\n" + "\n".join(block) + "\n" + README_END + tail
 
 
 def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str) -> None:
@@ -255,8 +320,9 @@ def width_section(curves: List[dict], pairs: Sequence[Tuple[str, str]]) -> List[
     return lines + [""] + verdicts + ([""] if verdicts else [])
 
 
-def write_report(out: Path) -> Path:
-    """Writes ``summary.md`` and one plot per claim under ``out``; returns summary.md."""
+def write_report(out: Path, readme: Optional[Path] = None) -> Path:
+    """Writes ``summary.md`` and one plot per claim under ``out``, and the claims table into
+    ``readme`` between its markers; returns summary.md."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -276,6 +342,10 @@ def write_report(out: Path) -> Path:
         "test images, k = 20, cosine; the mean over seeds ± half their spread.",
         "",
     ]
+    table = claims_table(grid, step_times, e)
+    lines += ["## The claims at a glance", ""] + table + [""]
+    if readme is not None:
+        readme.write_text(replace_block(readme.read_text(), table))
     lines += precision_section(read_csv(RESULTS))
     wide = [(p, seed) for p, seed in schedule((1, 2)) if "width" in p.parts]
     pairs = [(p.name(seed), replace(p, width=WIDTH, epochs=BASE_EPOCHS).name(seed)) for p, seed in wide]

@@ -274,3 +274,29 @@ def test_an_estimate_scales_another_settings_run_by_the_measured_step_times():
     steps.append(step_row("mabt", 4, 256, 0.4))  # per view: 0.4 / 512 against 0.4 / 256
     # 200,000 views at half the baseline's 1 ms; the same evaluation (same width)
     assert cpu_claims.estimate_minutes(four, narrow, steps) == pytest.approx((200_000 * 0.5e-3 + 30) / 60)
+
+
+@pytest.mark.parametrize(
+    "fewer_images, expected",
+    [
+        ((48.5, 49.5), "holds: -0.5 points, seeds' spread 1.0"),  # equal within the spread
+        ((45.0, 46.0), "does not hold: -4.0 points"),
+        ((49.0,), "inconclusive so far"),
+    ],
+)
+def test_an_equal_accuracy_claim_holds_unless_below_beyond_the_spread(fewer_images, expected):
+    full, half = ("mabt", 2, 256, "rule", 1.0, 20), ("mabt", 4, 256, "rule", 0.5, 20)
+    grid = grid_of((*full, (50.0, 49.0)), (*half, fewer_images))
+    assert cpu_claims_report.verdict(grid, half, full, "4 x 50%", matches=True).startswith(expected)
+
+
+def test_the_readme_claims_table_is_the_one_the_committed_csvs_make():
+    """The README cannot drift from results.csv: `--report` writes the table between markers."""
+    from mvssl_plugin.runs import read_csv
+
+    grid = cpu_claims_report.Grid(read_csv(cpu_claims.RESULTS), read_csv(cpu_claims.CURVES))
+    table = cpu_claims_report.claims_table(grid, read_csv(cpu_claims.STEP_TIMES), cpu_claims.BASE_EPOCHS)
+    readme = (REPO / "README.md").read_text()
+    assert cpu_claims_report.replace_block(readme, table) == readme, "run: python benchmarks/cpu_claims.py --report"
+    with pytest.raises(SystemExit, match="no cpu-claims markers"):
+        cpu_claims_report.replace_block("# a README without the table", table)
