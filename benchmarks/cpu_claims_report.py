@@ -289,15 +289,26 @@ def knn_at(rows: Sequence[dict], seconds: float) -> Optional[float]:
     return points[0][1] if len(points) == 1 and points[0][0] == seconds else None
 
 
-def width_section(curves: List[dict], pairs: Sequence[Tuple[str, str]]) -> List[str]:
-    """The wider backbone against the grid's at equal training seconds: ``pairs`` of
-    (wide run, its grid-width counterpart) names."""
+def width_section(
+    curves: List[dict], pairs: Sequence[Tuple[str, str]], rates: Optional[Dict[str, float]] = None
+) -> List[str]:
+    """The wider backbone against the grid's at equal seconds: ``pairs`` of (wide run, its
+    grid-width counterpart) names. With ``rates`` (run name -> seconds per view from
+    ``step_times.csv``) for both runs of a pair, a row's seconds are its views at that rate;
+    else the run's own training seconds (a shared machine's: indicative)."""
     lines = ["## The backbone's width: 32 against the grid's 16 at equal training seconds", ""]
-    lines += ["| run | epoch | training s | kNN | grid width at the same seconds |", "|---|---|---|---|---|"]
+    lines += ["| run | epoch | seconds | kNN | grid width at the same seconds |", "|---|---|---|---|---|"]
     verdicts = []
     for wide, narrow in pairs:
-        rows = sorted((r for r in curves if r["run"] == wide), key=lambda r: int(r["epoch"]))
-        base = [r for r in curves if r["run"] == narrow]
+        timed = rates is not None and wide in rates and narrow in rates
+
+        def clocked(run: str) -> List[dict]:
+            rows = sorted((r for r in curves if r["run"] == run), key=lambda r: int(r["epoch"]))
+            if timed:
+                return [{**r, "train_seconds": float(r["views_seen"]) * rates[run]} for r in rows]
+            return rows
+
+        rows, base = clocked(wide), clocked(narrow)
         if not rows:
             lines.append(f"| {wide} | not run yet | | | |")
             continue
@@ -313,9 +324,10 @@ def width_section(curves: List[dict], pairs: Sequence[Tuple[str, str]]) -> List[
         if last is not None:
             seconds, mine, theirs = last
             better = "the grid's width" if theirs >= mine else "the wider backbone"
+            clock = "at the step times measured side by side" if timed else "clocks of a shared machine, indicative"
             verdicts.append(
-                f"- {wide} against {narrow} at {seconds:,.0f} training s: {mine:.2f} vs {theirs:.2f}%: "
-                f"{better} learns more per CPU-second (one seed; clocks of a shared machine, indicative)"
+                f"- {wide} against {narrow} at {seconds:,.0f} s: {mine:.2f} vs {theirs:.2f}%: "
+                f"{better} learns more per CPU-second (one seed; {clock})"
             )
     return lines + [""] + verdicts + ([""] if verdicts else [])
 
@@ -349,7 +361,13 @@ def write_report(out: Path, readme: Optional[Path] = None) -> Path:
     lines += precision_section(read_csv(RESULTS))
     wide = [(p, seed) for p, seed in schedule((1, 2)) if "width" in p.parts]
     pairs = [(p.name(seed), replace(p, width=WIDTH, epochs=BASE_EPOCHS).name(seed)) for p, seed in wide]
-    lines += width_section(read_csv(CURVES), pairs)
+    rates = {}
+    for p, seed in wide:
+        for point in (p, replace(p, width=WIDTH, epochs=BASE_EPOCHS)):
+            rate = seconds_per_view(step_times, point.method, point.m, point.d, point.width)
+            if rate is not None:
+                rates[point.name(seed)] = rate
+    lines += width_section(read_csv(CURVES), pairs, rates)
     sections = [
         (
             "Projector: beta by the rule keeps a small projector working (m = 2)",

@@ -177,7 +177,14 @@ def test_the_width_is_compared_at_equal_training_seconds():
     lines = cpu_claims_report.width_section(narrow + wide, [("w", "n")])
     assert "| w | 1 | 250 | 32 | 32.50 |" in lines
     assert "| w | 2 | 500 | 33 | not reached yet |" in lines  # the narrow curve ends at 400 s
-    assert any("at 250 training s: 32.00 vs 32.50%: the grid's width learns more" in line for line in lines)
+    assert any("at 250 s: 32.00 vs 32.50%: the grid's width learns more" in line for line in lines)
+    assert any("clocks of a shared machine" in line for line in lines)
+    # at measured step rates (s per view) the clocks are views x rate: the wide one 3x the narrow
+    for r in narrow + wide:
+        r["views_seen"] = 100_000 * r["epoch"]
+    lines = cpu_claims_report.width_section(narrow + wide, [("w", "n")], {"n": 1e-3, "w": 3e-3})
+    assert "| w | 1 | 300 | 32 | 33.00 |" in lines  # narrow at 300 s: epoch 3, kNN 33
+    assert any("at the step times measured side by side" in line for line in lines)
 
 
 def test_an_unfinished_seed_shows_where_it_stands():
