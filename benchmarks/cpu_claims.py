@@ -52,7 +52,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -570,6 +570,27 @@ def run_grid(
     print("cpu_claims: the grid is complete")
 
 
+def report(out: Path, readme: Optional[Path] = None) -> Path:
+    """summary.md, the plots and the README's claims table from the CSVs (cpu_claims_report)."""
+    from cpu_claims_report import write_report
+
+    from mvssl_plugin.runs import read_csv
+
+    step_times = read_csv(STEP_TIMES)
+    pairs, rates = [], {}
+    for point, seed in schedule((1, 2)):
+        if "width" not in point.parts:
+            continue
+        narrow = replace(point, width=WIDTH, epochs=BASE_EPOCHS)
+        pairs.append((point.name(seed), narrow.name(seed)))
+        for p in (point, narrow):
+            rate = seconds_per_view(step_times, p.method, p.m, p.d, p.width)
+            if rate is not None:
+                rates[p.name(seed)] = rate
+    results, curves = read_csv(RESULTS), read_csv(CURVES)
+    return write_report(out, results, curves, step_times, BASE_EPOCHS, pairs, rates, readme)
+
+
 def list_grid(seeds: Sequence[int]) -> None:
     from mvssl_plugin.runs import read_csv
 
@@ -608,9 +629,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.step_times:
         measure_step_times(args.rounds, args.steps)
     elif args.report:
-        from cpu_claims_report import write_report
-
-        write_report(OUT, REPO / "README.md")
+        report(OUT, REPO / "README.md")
     elif args.budget_min is not None:
         if args.pgid_file is not None:
             args.pgid_file.write_text(str(os.getpgrp()))

@@ -6,14 +6,18 @@ Per claim: a table of the runs that decide it (the mean over seeds, and the seed
 where there are two), its verdict, and a plot of backbone kNN against views processed
 and against training seconds. A verdict says "holds" or "does not hold" only where both
 sides have two seeds and the gap is larger than the larger of the two spreads;
-otherwise it says "inconclusive" and why.
+otherwise it says "inconclusive" and why; a claim of equal accuracy (the data claim) holds
+where the gap is not below minus that spread; the views claim is decided in time: the views
+to reach the baseline's final kNN at the step times measured side by side.
+
+Pure: rows in, text and plots out; ``cpu_claims.py`` reads the CSVs and calls it (this
+module imports nothing of it).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -332,19 +336,21 @@ def width_section(
     return lines + [""] + verdicts + ([""] if verdicts else [])
 
 
-def write_report(out: Path, readme: Optional[Path] = None) -> Path:
-    """Writes ``summary.md`` and one plot per claim under ``out``, and the claims table into
-    ``readme`` between its markers; returns summary.md."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from cpu_claims import BASE_EPOCHS, CURVES, RESULTS, STEP_TIMES, WIDTH, schedule  # noqa: I001
-
-    from mvssl_plugin.runs import read_csv
-
-    grid = Grid(read_csv(RESULTS), read_csv(CURVES))
-    step_times = read_csv(STEP_TIMES)
-    e = BASE_EPOCHS
+def write_report(
+    out: Path,
+    results: List[dict],
+    curves: List[dict],
+    step_times: List[dict],
+    base_epochs: int,
+    width_pairs: Sequence[Tuple[str, str]],
+    rates: Dict[str, float],
+    readme: Optional[Path] = None,
+) -> Path:
+    """Writes ``summary.md`` and one plot per claim under ``out`` from the CSVs' rows, and the
+    claims table into ``readme`` between its markers; returns summary.md. ``width_pairs`` and
+    ``rates``: see :func:`width_section`."""
+    grid = Grid(results, curves)
+    e = base_epochs
     baseline: Key = ("mabt", 2, 2048, "fixed", 1.0, e)
     lines = [
         "# The paper's claims on all of CIFAR-10, on a CPU",
@@ -358,16 +364,8 @@ def write_report(out: Path, readme: Optional[Path] = None) -> Path:
     lines += ["## The claims at a glance", ""] + table + [""]
     if readme is not None:
         readme.write_text(replace_block(readme.read_text(), table))
-    lines += precision_section(read_csv(RESULTS))
-    wide = [(p, seed) for p, seed in schedule((1, 2)) if "width" in p.parts]
-    pairs = [(p.name(seed), replace(p, width=WIDTH, epochs=BASE_EPOCHS).name(seed)) for p, seed in wide]
-    rates = {}
-    for p, seed in wide:
-        for point in (p, replace(p, width=WIDTH, epochs=BASE_EPOCHS)):
-            rate = seconds_per_view(step_times, point.method, point.m, point.d, point.width)
-            if rate is not None:
-                rates[point.name(seed)] = rate
-    lines += width_section(read_csv(CURVES), pairs, rates)
+    lines += precision_section(results)
+    lines += width_section(curves, width_pairs, rates)
     sections = [
         (
             "Projector: beta by the rule keeps a small projector working (m = 2)",

@@ -101,7 +101,8 @@ def test_the_report_is_made_from_the_csvs(tmp_path, monkeypatch):
     results, curves = rows("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, (50.0, 52.0))
     monkeypatch.setattr(cpu_claims, "RESULTS", write_csv(tmp_path / "results.csv", results))
     monkeypatch.setattr(cpu_claims, "CURVES", write_csv(tmp_path / "curves.csv", curves))
-    summary = cpu_claims_report.write_report(tmp_path).read_text()
+    monkeypatch.setattr(cpu_claims, "STEP_TIMES", tmp_path / "step_times.csv")
+    summary = cpu_claims.report(tmp_path).read_text()
     assert "| mabt m=2 d=2048 fixed | 20 | 51.0 ± 1.0 (2 seeds) |" in summary
     assert "not run yet" in summary  # the rest of the grid
     assert all((tmp_path / f"{slug}.png").is_file() for slug in ("projector", "views", "data", "vicreg"))
