@@ -179,10 +179,36 @@ def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequen
         seconds = f"{views * rate:,.0f}" if rate is not None else "no step time"
         time_cell = f"{time_x:.2f}" if time_x is not None else "-"
         lines.append(f"| {_label(key)} | {views:,.0f} | {views_x:.2f} | {seconds} | {time_cell} |")
+    lines += [""] + equal_seconds_table(grid, base, keys, step_times)
     verdicts = [f"- {_label(key)}: {views_verdict(grid, base, key, step_times)}" for key in keys if key != base]
     rates = [r for r in step_times if r.get("date")]
     when = f"step times measured {rates[0]['date']}, {rates[0]['cpu']}" if rates else "no step times measured yet"
     return lines + ["", f"({when}: `python benchmarks/cpu_claims.py --step-times`.)", ""] + verdicts + [""]
+
+
+def equal_seconds_table(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequence[dict]) -> List[str]:
+    """Each setting's kNN at the end of its curve (seed 1) against the baseline's (seed 1) after
+    the same seconds, both at the step rates of ``step_times.csv``: which learns more per
+    second, whether or not it reaches the baseline's final kNN."""
+    base_rate = seconds_per_view(step_times, *base[:3])
+    base_rows = sorted(grid.curves.get(base, {}).get(1, []), key=lambda r: int(r["epoch"]))
+    if base_rate is None or not base_rows:
+        return []
+    timed = [{**r, "train_seconds": float(r["views_seen"]) * base_rate} for r in base_rows]
+    lines = ["At equal seconds (seed 1, step rates):", ""]
+    lines += ["| run | epoch | s at the step rate | kNN | the baseline's kNN at the same s |", "|---|---|---|---|---|"]
+    for key in keys:
+        rows = grid.curves.get(key, {}).get(1, [])
+        rate = seconds_per_view(step_times, *key[:3])
+        if key == base or not rows or rate is None:
+            continue
+        last = max(rows, key=lambda r: int(r["epoch"]))
+        seconds = float(last["views_seen"]) * rate
+        theirs = knn_at(timed, seconds)
+        cell = f"{theirs:.2f}" if theirs is not None else "outside its curve"
+        mine = float(last["knn_backbone"])
+        lines.append(f"| {_label(key)} | {last['epoch']} | {seconds:,.0f} | {mine:.2f} | {cell} |")
+    return lines + [""]
 
 
 #: the paper's figures (Agrawal, Ghosh et al., NeurIPS 2024; ResNet-50, CIFAR-10, 100 epochs)

@@ -308,3 +308,13 @@ def test_the_readme_claims_table_is_the_one_the_committed_csvs_make():
     assert cpu_claims_report.replace_block(readme, table) == readme, "run: python benchmarks/cpu_claims.py --report"
     with pytest.raises(SystemExit, match="no cpu-claims markers"):
         cpu_claims_report.replace_block("# a README without the table", table)
+
+
+def test_each_setting_is_set_against_the_baseline_after_the_same_seconds():
+    base, four = ("mabt", 2, 2048, "fixed", 1.0, 20), ("mabt", 4, 256, "rule", 1.0, 10)
+    grid = grid_of((*base, (50.0,)), (*four, (40.0,)))
+    # 4 views: 2M views at 0.5 ms = 1,000 s; the baseline at 1 ms/view has 1M views then: epoch 10, 25%
+    steps = [step_row("mabt", 2, 2048, 0.256), step_row("mabt", 4, 256, 0.256)]
+    lines = cpu_claims_report.equal_seconds_table(grid, base, [base, four], steps)
+    assert "| mabt m=4 d=256 rule | 10 | 1,000 | 40.00 | 25.00 |" in lines
+    assert cpu_claims_report.equal_seconds_table(grid, base, [base, four], []) == []
