@@ -208,7 +208,7 @@ def equal_seconds_table(grid: Grid, base: Key, keys: Sequence[Key], step_times: 
         cell = f"{theirs:.2f}" if theirs is not None else "outside its curve"
         mine = float(last["knn_backbone"])
         lines.append(f"| {_label(key)} | {last['epoch']} | {seconds:,.0f} | {mine:.2f} | {cell} |")
-    return lines + [""]
+    return lines
 
 
 #: the paper's figures (Agrawal, Ghosh et al., NeurIPS 2024; ResNet-50, CIFAR-10, 100 epochs)
