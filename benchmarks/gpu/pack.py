@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 FORMAT = "mvssl-gpu-kit/1"
@@ -94,10 +94,24 @@ NEEDED: tuple[Need, ...] = (
     Need("setuptools==69.5.1", "setuptools", "pin", "solo-learn's setup.py needs pkg_resources (<70)", role="build"),
     Need("wheel==0.43.0", "wheel", "pin", "pip builds solo-learn's wheel without build isolation", role="build"),
 )
+#: ``--with-dali``: NVIDIA DALI (data.format=dali, the plugin's loader and solo-learn's) and what it requires
+#: (pip's list for 2.4.0, versions as this project's tests run them). About 0.5 GiB: its own item, cut
+#: after the data, so the other items install and run while its parts still travel.
+DALI_NEEDED: tuple[Need, ...] = (
+    Need("nvidia-dali-cuda120==2.4.0", "nvidia.dali", "if_missing", "data.format=dali, dali.device=gpu"),
+    Need("nvidia-nvimgcodec-cu12==0.9.0.20", "nvidia.nvimgcodec", "if_missing", "DALI 2.4 decodes with it"),
+    Need("nvidia-libnvcomp-cu12==5.3.0.16", "nvidia.libnvcomp", "if_missing", "DALI 2.4 requires it"),
+    Need("libcst==1.9.0", "libcst", "if_missing", "DALI 2.4 requires it"),
+    Need("optree==0.20.0", "optree", "if_missing", "DALI 2.4 requires it"),
+    Need("nvtx==0.2.17", "nvtx", "if_missing", "DALI 2.4 requires it"),
+    Need("makefun==1.16.0", "makefun", "if_missing", "DALI 2.4 requires it"),
+    Need("astunparse==1.6.3", "astunparse", "if_missing", "DALI 2.4 requires it"),
+    Need("gast==0.7.0", "gast", "if_missing", "DALI 2.4 requires it"),
+    Need("six==1.17.0", "six", "if_missing", "astunparse requires it"),
+)
 # Left out on purpose: wandb (the runs say wandb.enabled=false; timm imports it only if present),
 # einops (listed by solo-learn,
-# imported nowhere in solo/), nvidia-dali (optional; solo-learn guards its import; the runs use
-# data.format=image_folder), matplotlib (only main_compare.py plots).
+# imported nowhere in solo/), nvidia-dali unless --with-dali (above), matplotlib (only main_compare.py plots).
 
 DEFAULT_PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(17, 29)] + ["manylinux2014_x86_64"]
 
@@ -200,15 +214,22 @@ def wheels_tar(wheels: list[Path], notes: dict[str, Need], dest: Path) -> tuple[
     return write_tar(dest, [(w, w.name) for w in wheels], compress=False), meta
 
 
+#: solo-learn's own entry points and their CIFAR recipes, run on the GPU as its users run them (runs/smoke.txt)
+SOLO_SCRIPTS = ("main_pretrain.py", "main_linear.py", "main_knn.py")
+SOLO_FOLDERS = ("solo", "scripts/pretrain/cifar", "scripts/linear/cifar")
+
+
 def solo_tar(solo: Path, dest: Path) -> Path:
-    """solo-learn's installable source: setup.py, requirements.txt and the ``solo`` package (no build leftovers)."""
+    """solo-learn's installable source (setup.py, requirements.txt, the ``solo`` package), its entry
+    points and their CIFAR recipes; no build leftovers."""
     files: list[tuple[Path, str]] = []
-    for top in ("setup.py", "requirements.txt", "LICENSE", "README.md"):
+    for top in ("setup.py", "requirements.txt", "LICENSE", "README.md", *SOLO_SCRIPTS):
         if (solo / top).is_file():
             files.append((solo / top, f"solo-learn/{top}"))
-    for path in sorted((solo / "solo").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            files.append((path, f"solo-learn/{path.relative_to(solo).as_posix()}"))
+    for folder in SOLO_FOLDERS:
+        for path in sorted((solo / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                files.append((path, f"solo-learn/{path.relative_to(solo).as_posix()}"))
     if not files or not (solo / "setup.py").is_file():
         raise SystemExit(f"{solo} is not a solo-learn source tree (no setup.py)")
     return write_tar(dest, files, compress=True)
@@ -310,11 +331,12 @@ def build_kit(
     fraction: float = 1.0,
     fetch: Optional[Fetch] = pip_fetch,
     data_tar_path: Optional[Path] = None,
+    dali: Sequence[Need] = (),
 ) -> dict:
     """Gathers the items into a scratch folder, cuts them into parts under ``out`` and writes manifest.json.
 
     ``fetch`` is injectable (tests and the runner's dry run pass none: no network); ``data_tar_path``
-    takes a ready data tar (the dry run's tiny one).
+    takes a ready data tar (the dry run's tiny one); ``dali``: wheels for a last item, ``dali.tar``.
     """
     platforms = platforms or DEFAULT_PLATFORMS
     out.mkdir(parents=True, exist_ok=True)
@@ -347,6 +369,14 @@ def build_kit(
                 info = {"root": "data"}
             items.append({"name": "data.tar.gz", "kind": "data", "path": data_tar_path, **info})
             seconds["data"] = time.monotonic() - t0
+        if dali and fetch is not None:
+            t0 = time.monotonic()
+            dali_dir = scratch / "dali"
+            dali_dir.mkdir()
+            by_file = {fetch(need, dali_dir, python, platforms).name: need for need in dali}
+            path, meta = wheels_tar(sorted(dali_dir / name for name in by_file), by_file, scratch / "dali.tar")
+            items.append({"name": "dali.tar", "kind": "wheels-dali", "path": path, "wheels": meta})
+            seconds["dali"] = time.monotonic() - t0
         manifest = split_into_parts(items, out, int(part_mib * MIB))
     manifest.update(
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -367,7 +397,7 @@ def describe(manifest: dict) -> str:
         holds = [i["name"] for i in manifest["items"] if part["name"] in i["parts"]]
         lines.append(f"  {part['name']}  {part['bytes'] / MIB:6.1f} MiB  holds {', '.join(holds)}")
     for item in manifest["items"]:
-        extra = f", {len(item['wheels'])} wheels" if item["kind"] == "wheels" else ""
+        extra = f", {len(item['wheels'])} wheels" if "wheels" in item else ""
         if item["kind"] == "data" and "images" in item:
             extra = ", " + ", ".join(f"{k} {v} images" for k, v in item["images"].items())
         lines.append(f"  {item['name']:18s} {item['bytes'] / MIB:6.1f} MiB in {', '.join(item['parts'])}{extra}")
@@ -400,11 +430,16 @@ def main(argv: Optional[list] = None) -> None:
     parser.add_argument(
         "--solo", type=Path, default=REPO.parent / "shared" / "solo-learn", help="solo-learn's source tree"
     )
+    parser.add_argument(
+        "--with-dali", action="store_true", help="pack NVIDIA DALI too (about 0.5 GiB: the smoke list's DALI lines)"
+    )
     parser.add_argument("--part-mib", type=float, default=30.0)
     parser.add_argument("--out", type=Path, default=REPO / ".kit")
     args = parser.parse_args(argv)
 
     needed, notes = to_pack(NEEDED, parse_have(args.have))
+    dali, dali_notes = to_pack(DALI_NEEDED, parse_have(args.have)) if args.with_dali else ([], [])
+    notes += dali_notes
     print("\n".join(notes))
     print("pack:", " ".join(n.requirement for n in needed))
     t0 = time.monotonic()
@@ -417,6 +452,7 @@ def main(argv: Optional[list] = None) -> None:
         python=args.python,
         platforms=args.platform,
         fraction=args.fraction,
+        dali=dali,
     )
     print(describe(manifest))
     print(f"packed into {args.out} in {time.monotonic() - t0:.0f} s ({json.dumps(manifest['pack_seconds'])})")

@@ -61,6 +61,13 @@ TINY = [
     "precision=32",
     "knn_eval.k=5",
 ]
+#: the same for solo-learn's own main_pretrain.py (through solo_script.py): only its own keys, one CPU process
+TINY_SOLO = [t for t in TINY if not t.startswith("knn_eval.")] + [
+    "devices='1'",
+    "strategy=auto",
+    "sync_batchnorm=false",
+]
+SOLO_SCRIPT = "benchmarks/gpu/solo_script.py"
 DRY_RUNS = """\
 # The dry run's own list: one tiny pretraining with online kNN, resumable like the real ones.
 all: data.train_path={data}/train data.val_path={data}/test wandb.enabled=false
@@ -224,15 +231,23 @@ def unzip_wheel(wheel: Path, target: Path) -> None:
         z.extractall(target, [n for n in z.namelist() if ".data/" not in n.split("/", 1)[0] + "/"])
 
 
+def importable(module: str) -> bool:
+    """Whether the target can import ``module`` (``nvidia.dali`` too, when there is no ``nvidia`` at all)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def install_wheels(archive: Path, item: dict, prefix: Path, log: Path) -> str:
     """pip-installs the kit's wheels into <prefix>/site (runs) and <prefix>/build (solo-learn's build only)."""
-    wheel_dir = prefix / "wheels"
+    wheel_dir = prefix / item["kind"]
     shutil.rmtree(wheel_dir, ignore_errors=True)
     extract(archive, wheel_dir)
     chosen: dict[str, list] = {"site": [], "build": []}
     notes = []
     for wheel in item["wheels"]:
-        if wheel["policy"] == "if_missing" and importlib.util.find_spec(wheel["module"]) is not None:
+        if wheel["policy"] == "if_missing" and importable(wheel["module"]):
             notes.append(f"{wheel['module']}: the target has it")
             continue
         chosen[wheel["role"]].append(wheel_dir / wheel["file"])
@@ -293,7 +308,7 @@ def install(manifest: dict, prefix: Path, parts: dict, report: dict) -> None:
             archive = prefix / ("assembling-" + item["name"])
             try:
                 assemble(manifest, item, prefix / "parts", archive)
-                if item["kind"] == "wheels":
+                if item["kind"].startswith("wheels"):  # wheels, wheels-dali
                     note = install_wheels(archive, item, prefix, log)
                 elif item["kind"] == "solo":
                     note = install_solo(archive, prefix, log)
@@ -370,7 +385,7 @@ def run_env(prefix: Path) -> dict:
 
 
 ENV_CHECK = r"""
-import json, sys
+import importlib, json, sys
 out = {"python": sys.version.split()[0]}
 for name in ("torch", "torchvision", "lightning", "torchmetrics", "hydra", "omegaconf", "timm", "scipy", "sklearn",
              "solo", "mvssl_plugin"):
@@ -380,6 +395,12 @@ for name in ("torch", "torchvision", "lightning", "torchmetrics", "hydra", "omeg
     except Exception as error:
         out[name] = "IMPORT FAILED: %r" % (error,)
         out["failed"] = True
+for name in ("nvidia.dali", "kornia"):  # needed by some lines only: reported, not required
+    try:
+        module = importlib.import_module(name)
+        out[name] = getattr(module, "__version__", "?") + " " + str(getattr(module, "__file__", ""))
+    except Exception as error:
+        out[name] = "not importable: %r" % (error,)
 try:
     import torch
     out["cuda"] = torch.cuda.is_available()
@@ -457,6 +478,13 @@ def argv_of(tokens: list) -> list:
 
 def fill(tokens: list, **values: str) -> list:
     return [re.sub(r"\{(data|out|prefix|repo)\}", lambda m: values[m.group(1)], t) for t in tokens]
+
+
+def dry_overrides(tokens: list, dry_run: bool) -> list:
+    """The overrides that shrink a run to seconds on this CPU (none outside a dry run)."""
+    if not dry_run:
+        return []
+    return TINY_SOLO if tokens and tokens[0] == SOLO_SCRIPT else TINY
 
 
 def kill_wait(grace_s: float) -> float:
@@ -738,7 +766,6 @@ def main(argv: Optional[list] = None) -> int:
         if args.dry_run:
             kit = build_dry_kit(prefix, with_solo=args.dry_run_solo == "auto")
             runs_text = runs_text or DRY_RUNS
-            extra = TINY + extra
         manifest = prepare(kit, prefix, report)
         if manifest:
             report["kit"]["repo_commit_packed"] = manifest.get("repo_commit")
@@ -754,7 +781,7 @@ def main(argv: Optional[list] = None) -> int:
             if report.get("env", {}).get("failed"):
                 say("imports fail with the kit's PYTHONPATH: no run started (see runner.json env)")
             else:
-                runs = [(n, merge(t, extra)) for n, t in parse_runs(runs_text)]
+                runs = [(n, merge(t, dry_overrides(t, args.dry_run) + extra)) for n, t in parse_runs(runs_text)]
                 run_all(runs, prefix, str(prefix / "data" / data_item["root"]) if data_item else None, args, report)
     except Budget:
         say("SIGTERM: writing what there is")

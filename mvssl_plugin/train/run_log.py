@@ -151,6 +151,16 @@ def slurm_job() -> Dict[str, object]:
     return {"slurm_job": job, "slurm_restarts": int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
 
 
+def peak_memory_mib(trainer) -> float:
+    """The launch's peak memory so far, MiB: on a GPU the tensors allocated on its device (the
+    figure an out-of-memory error is about), on a CPU the process's peak resident set."""
+    if trainer.accelerator.__class__.__name__ == "CUDAAccelerator":
+        return round(torch.cuda.max_memory_allocated(trainer.strategy.root_device) / 2**20, 1)
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux: KiB
+
+
 def device_description(trainer) -> str:
     import platform
 
@@ -250,6 +260,7 @@ class RunLog(TrainClock):
             "wall_seconds": round(self.wall_seconds, 3),
             "data_wait_seconds": round(self._data_wait, 3),
             "data_wait_fraction": round(self._data_wait / epoch_seconds, 4) if epoch_seconds > 0 else "",
+            "peak_memory_mib": peak_memory_mib(trainer),
             **metrics,
         }
         rows = [r for r in read_csv(path) if int(r["epoch"]) < trainer.current_epoch]

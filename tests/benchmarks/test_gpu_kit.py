@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import tarfile
 from pathlib import Path
 
@@ -17,8 +18,10 @@ import pytest
 from helpers import REPO
 
 KIT = REPO / "benchmarks" / "gpu"
+SOLO = REPO.parent / "shared" / "solo-learn"  # the snapshot solo-learn is installed from
 sys.path.insert(0, str(KIT))
 
+import collect  # noqa: E402
 import pack  # noqa: E402
 import runner  # noqa: E402
 
@@ -139,14 +142,18 @@ def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_fetch(tmp_p
             (data / split / f"c{c}").mkdir(parents=True)
             for i in range(n):
                 (data / split / f"c{c}" / f"{i}.jpg").write_bytes(b"jpeg%d" % i)
-    manifest = pack.build_kit(tmp_path / "kit", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5)
-    wheels, data_item = manifest["items"]
+    dali, _ = pack.to_pack(pack.DALI_NEEDED, have)
+    manifest = pack.build_kit(tmp_path / "kit", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, dali=dali)
+    wheels, data_item, dali_item = manifest["items"]  # DALI last: its parts travel after the rest
+    assert (dali_item["name"], dali_item["kind"]) == ("dali.tar", "wheels-dali")
+    assert sorted(w["requirement"] for w in dali_item["wheels"]) == sorted(n.requirement for n in pack.DALI_NEEDED)
+    assert min(dali_item["parts"]) >= max(data_item["parts"])  # the stream: it may share the boundary part
     assert sorted(w["requirement"] for w in wheels["wheels"]) == sorted(n.requirement for n in keep)
     assert data_item["images"] == {"test": 6, "train": 15} and data_item["root"] == "imgs"
     assert json.loads((tmp_path / "kit" / "manifest.json").read_text())["sha256"] == manifest["sha256"]
     assert "part-000.bin" in pack.describe(manifest)
     # same inputs, same bytes: a re-pack keeps the runner's stamps valid
-    again = pack.build_kit(tmp_path / "kit2", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5)
+    again = pack.build_kit(tmp_path / "kit2", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, dali=dali)
     assert again["sha256"] == manifest["sha256"]
 
 
@@ -160,8 +167,16 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
         parsed = runner.parse_runs(path.read_text())
         assert parsed, path
         for name, tokens in parsed:
+            assert (REPO / tokens[0]).is_file(), (path.name, name)  # the runner runs <repo>/<script>.py
+            if tokens[0] == "benchmarks/kill_resume.py":  # makes its own data and folders
+                continue
             recipe = tokens[tokens.index("--config-name") + 1]
-            assert (REPO / "scripts" / "pretrain" / "cifar10" / recipe).is_file(), (path.name, name)
+            if tokens[0] == "main_pretrain.py":
+                assert (REPO / "scripts" / "pretrain" / "cifar10" / recipe).is_file(), (path.name, name)
+            else:  # solo-learn's own script through solo_script.py, with its own recipe
+                assert tokens[:2] == ["benchmarks/gpu/solo_script.py", "{prefix}/src/solo-learn/main_pretrain.py"]
+                folder = tokens[tokens.index("--config-path") + 1].replace("{prefix}/src/solo-learn", str(SOLO))
+                assert not SOLO.is_dir() or (Path(folder) / recipe).is_file(), (path.name, name)
             assert "checkpoint.dir={out}" in tokens and "auto_resume.enabled=true" in tokens, (path.name, name)
 
 
@@ -215,6 +230,16 @@ def test_budget_cuts_a_run_and_the_next_call_resumes_it(tmp_path: Path) -> None:
     files = read_archive(out)
     assert "runs/quick/result.json" in files and "logs/slow/attempt-2.log" in files
 
+    # collect.py: the two calls' archives -> one row per run, its newest attempt
+    rows = {r["run"]: r for r in collect.rebuild_from(sorted(out.glob("results-*.tar.gz")), tmp_path / "collected")}
+    assert {n: (r["status"], r["exit_code"]) for n, r in rows.items()} == {
+        "slow": ("pass", 0),
+        "bad": ("fail", 3),
+        "quick": ("pass", 0),
+    }
+    assert (tmp_path / "collected" / "logs" / "slow" / "attempt-2.log").is_file()
+    assert "| bad | fail |" in (tmp_path / "collected" / "summary.md").read_text()
+
     third = run_runner(*common, "--budget-s", "60")
     assert "run slow: done before, skipped" in third.stdout and "run bad: failed before, skipped" in third.stdout
     assert json.loads(read_archive(out)["runner.json"])["runs"] == []
@@ -240,5 +265,54 @@ def test_dry_run_end_to_end(tmp_path: Path) -> None:
     assert "val_knn_acc1" in files[next(n for n in files if n.endswith("metrics.csv"))].decode().splitlines()[0]
     assert "logs/tiny-mabt/attempt-1.log" in files and "state.json" in files
 
+    # collect.py: the tiny run's row, its step time and throughput from metrics.csv and args.json
+    (row,) = collect.rebuild_from(sorted(out.glob("results-*.tar.gz")), tmp_path / "collected")
+    assert (row["run"], row["status"], row["epochs"], row["batch"], row["views"]) == ("tiny-mabt", "pass", 1, 8, 4)
+    step = float(row["step_s"])
+    assert step > 0 and float(row["images_per_s"]) == pytest.approx(8 / step, rel=0.01)
+    assert float(row["views_per_s"]) == pytest.approx(32 / step, rel=0.01)
+    assert 0 < float(row["data_wait_fraction"]) < 1 and float(row["peak_memory_mib"]) > 100
+    assert row["device"] == "cpu" and row["knn_acc1"] != "" and row["error"] == ""
+
     again = run_runner("--dry-run", "--prefix", str(prefix), "--out", str(out), "--budget-s", "150", "--skip-env-check")
     assert "done before" in again.stdout and "run tiny-mabt: done before, skipped" in again.stdout, again.stdout
+
+
+def test_collect_refuses_what_is_not_a_runner_archive(tmp_path: Path) -> None:
+    bogus = tmp_path / "results-1.tar.gz"
+    with tarfile.open(bogus, "w:gz") as tar:
+        tar.add(__file__, arcname="results-1/notes.txt")
+    with pytest.raises(SystemExit, match="no runner.json"):
+        collect.main([str(bogus), "--into", str(tmp_path / "into")])
+    with pytest.raises(SystemExit, match="no such archive"):
+        collect.main([str(tmp_path / "missing.tar.gz"), "--into", str(tmp_path / "into")])
+    assert not (tmp_path / "into" / "runs.csv").exists()
+
+
+@pytest.mark.slow
+def test_solo_script_gives_solo_learn_scripts_the_plugin_as_installed(tmp_path: Path) -> None:
+    """On the GPU machine the checkout is on PYTHONPATH, not installed, so no .pth is read;
+    ``python -S`` with the packages on PYTHONPATH stands for that here. A stand-in for solo-learn's
+    main_pretrain.py sees the plugin's methods only when started through solo_script.py."""
+    script = tmp_path.resolve() / "main_standin.py"
+    script.write_text(
+        "import json, sys\nimport solo.methods\n"
+        "print(json.dumps({'mabt': 'mabt' in solo.methods.METHODS, 'argv': sys.argv, 'path0': sys.path[0]}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MVSSL_PLUGIN_AUTOREGISTER"}
+    env.update(PYTHONPATH=os.pathsep.join([sysconfig.get_paths()["purelib"], str(REPO)]), PYTHONWARNINGS="ignore")
+
+    def run(*argv: str) -> dict:
+        done = subprocess.run([sys.executable, "-S", *argv], capture_output=True, text=True, env=env, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert run(str(script), "a=1")["mabt"] is False  # as the kit's PYTHONPATH has it: no hook
+    seen = run(str(KIT / "solo_script.py"), str(script), "method=mabt", "--config-name", "barlow.yaml")
+    assert seen == {
+        "mabt": True,
+        "argv": [str(script), "method=mabt", "--config-name", "barlow.yaml"],
+        "path0": str(script.parent),
+    }
+    done = subprocess.run([sys.executable, str(KIT / "solo_script.py"), "no-script"], capture_output=True, text=True)
+    assert done.returncode != 0 and "usage: solo_script.py" in done.stderr

@@ -61,6 +61,9 @@ def test_metrics_csv_holds_every_epoch_with_clock_and_effective_rank(two_finishe
     assert float(rows[1]["train_seconds"]) <= float(rows[1]["wall_seconds"])
     for row in rows:  # the loop waits on the loader for part of each epoch, never all of it
         assert 0 < float(row["data_wait_seconds"]) and 0 < float(row["data_wait_fraction"]) < 1
+    # a CPU run: the process's peak resident set, at least torch's own (well over 100 MiB), never falling
+    peaks = [float(r["peak_memory_mib"]) for r in rows]
+    assert 100 < peaks[0] <= peaks[1] < 64 * 1024
     for row in rows:
         assert 1 <= float(row["rank_backbone"]) <= 64  # width-8 ResNet-18: 64 features
         assert 1 <= float(row["rank_projector"]) <= 16
