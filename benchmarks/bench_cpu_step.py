@@ -68,9 +68,32 @@ class StepClock:
         return gaps[self.warmup :]
 
 
+class FixedBatches:
+    """The loader's first batch, ``len(loader)`` times: the step with no data pipeline at all
+    (the views already cut), against which a loader's data wait is measured."""
+
+    def __init__(self, loader) -> None:
+        self.batch, self.length = next(iter(loader)), len(loader)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self):
+        return (self.batch for _ in range(self.length))
+
+
 def run_setting(
-    overrides: list[str], steps: int, out: Path, profile: bool, recipe: str = "mabt_cifar_cpu.yaml"
+    overrides: list[str],
+    steps: int,
+    out: Path,
+    profile: bool,
+    recipe: str = "mabt_cifar_cpu.yaml",
+    fraction: float = 0.1,
+    fixed_batch: bool = False,
 ) -> list[float]:
+    """Seconds of each of ``steps`` training steps after the warm-up, on ``fraction`` of the
+    images (enough for warm-up + ``steps`` batches: the run stops after one epoch); with
+    ``fixed_batch`` every step gets the loader's first batch (:class:`FixedBatches`)."""
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.data.loaders import build_pretrain_loader
     from mvssl_plugin.train.checks import file_screen
@@ -83,7 +106,7 @@ def run_setting(
         f"data.train_path={train}",
         "data.val_path=null",
         "data.format=memory",
-        "data.fraction=0.1",
+        f"data.fraction={fraction:g}",
         f"checkpoint.dir={out}",
         "checkpoint.enabled=false",
         "auto_resume.enabled=false",
@@ -97,6 +120,13 @@ def run_setting(
     with contextlib.redirect_stdout(io.StringIO()):
         cfg, model = build_pretrain_model(compose_recipe(recipe, "pretrain", base + overrides))
         loader, _ = build_pretrain_loader(cfg, file_screen(cfg))
+    if len(loader) < steps + warmup + 1:
+        raise SystemExit(
+            f"{len(loader)} batches in data.fraction={fraction:g} at this batch size, {steps + warmup + 1} needed: "
+            "a larger fraction or fewer steps"
+        )
+    if fixed_batch:
+        loader = FixedBatches(loader)
     clock = StepClock(warmup)
     profiler = None
     if profile:

@@ -5,6 +5,7 @@ No network: pack.py's wheel download is replaced by a fake fetch; everything els
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -15,12 +16,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import REPO, make_image_folder
 
 KIT = REPO / "benchmarks" / "gpu"
 SOLO = REPO.parent / "shared" / "solo-learn"  # the snapshot solo-learn is installed from
 sys.path.insert(0, str(KIT))
 
+import bench_pairs  # noqa: E402
 import collect  # noqa: E402
 import pack  # noqa: E402
 import runner  # noqa: E402
@@ -170,6 +172,9 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
             assert (REPO / tokens[0]).is_file(), (path.name, name)  # the runner runs <repo>/<script>.py
             if tokens[0] == "benchmarks/kill_resume.py":  # makes its own data and folders
                 continue
+            if tokens[0] == "benchmarks/gpu/bench_pairs.py":  # its own recipes; its rows into the run's folder
+                assert "--csv" in tokens and tokens[tokens.index("--csv") + 1].startswith("{out}/"), (path.name, name)
+                continue
             recipe = tokens[tokens.index("--config-name") + 1]
             if tokens[0] == "main_pretrain.py":
                 assert (REPO / "scripts" / "pretrain" / "cifar10" / recipe).is_file(), (path.name, name)
@@ -316,3 +321,27 @@ def test_solo_script_gives_solo_learn_scripts_the_plugin_as_installed(tmp_path: 
     }
     done = subprocess.run([sys.executable, str(KIT / "solo_script.py"), "no-script"], capture_output=True, text=True)
     assert done.returncode != 0 and "usage: solo_script.py" in done.stderr
+
+
+@pytest.mark.slow
+def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_path: Path) -> None:
+    """The three pairs, shrunk to a CPU (width-8 backbone, d = 16, batch 8): a row each, its
+    medians, their ratio and the verdict against the issue's target."""
+    data = tmp_path / "cifar"
+    make_image_folder(data / "train", per_class=20)  # 7 batches of 8: 3 warm-up steps, 2 timed, 1 more
+    tiny = ["accelerator=cpu", "precision=32", "backbone.name=narrow_resnet18", "+backbone.kwargs.width=8"]
+    tiny += ["method_kwargs.proj_output_dim=16", "method_kwargs.proj_hidden_dim=16", "optimizer.batch_size=8"]
+    out = tmp_path / "pairs.csv"
+    argv = ["--data", str(data), "--steps", "2", "--rounds", "1", "--csv", str(out), "--set", *tiny]
+    bench_pairs.main(argv)
+    rows = {r["pair"]: r for r in csv.DictReader(out.open())}
+    assert set(rows) == {"bt", "views", "data"}
+    for row in rows.values():
+        a, b = float(row["a_s_per_step"]), float(row["b_s_per_step"])
+        assert a > 0 and b > 0 and float(row["ratio"]) == pytest.approx(a / b, abs=1e-3)
+        limit = float(row["target"].removeprefix("<= "))
+        assert row["verdict"] == ("meets" if a / b <= limit else "misses"), row
+        assert row["steps"] == "2" and row["device"].startswith("cpu") and "data.format=memory" in row["overrides"]
+    assert rows["data"]["b"].endswith("(one fixed batch)") and rows["bt"]["b"] == "method=barlow_twins"
+    with pytest.raises(SystemExit, match="3 batches in data.fraction=0.5 at this batch size, 6 needed"):
+        bench_pairs.main(["--pairs", "views", "--data", str(data), "--fraction", "0.5", "--steps", "2", "--set", *tiny])
