@@ -41,6 +41,13 @@ seconds of runs that shared a machine are indicative only.
 
 Because the optimizer has no schedule, a shorter run is a prefix of a longer one; the
 epoch budgets below put the views and data claims at equal views processed.
+
+``--scale gpu`` runs the same grid at the paper's backbone: the standard ResNet-18 (width 64,
+the CIFAR stem), ``accelerator=gpu``, bf16 mixed precision, results in
+``benchmarks/results/gpu_claims/`` (or ``--results``), the same report; the CPU-only questions
+(bf16 against fp32 on a CPU, the backbone's width) are left out. The GPU kit runs it
+(``benchmarks/gpu/runs/claims.txt``): a call cut by the kit's budget (SIGINT) stops the running
+run at a checkpoint, and the next call resumes it.
 """
 
 from __future__ import annotations
@@ -61,9 +68,38 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_claims_report import seconds_per_view  # noqa: E402
 
-OUT = REPO / "benchmarks" / "results" / "cpu_claims"
+
+@dataclass(frozen=True)
+class Scale:
+    """Where the grid runs: the backbone width, the accelerator and precision, the results folder."""
+
+    name: str
+    width: int
+    accelerator: str
+    precision: str  # of the grid's runs; "auto": bf16 where the CPU computes it natively
+    out: Path
+    setting: str  # the report's words for it
+
+
+SCALES = {
+    "cpu": Scale("cpu", 16, "cpu", "auto", REPO / "benchmarks" / "results" / "cpu_claims", "width-16 ResNet-18, CPU"),
+    "gpu": Scale("gpu", 64, "gpu", "bf16-mixed", REPO / "benchmarks" / "results" / "gpu_claims", "ResNet-18, GPU"),
+}
+SCALE = SCALES["cpu"]
+OUT = SCALE.out
 RESULTS, CURVES = OUT / "results.csv", OUT / "curves.csv"
 STEP_TIMES = OUT / "step_times.csv"
+
+
+def use_scale(name: str, out: Optional[Path] = None) -> Scale:
+    """Points the harness at a scale (and its results at ``out``, default the scale's folder)."""
+    global SCALE, OUT, RESULTS, CURVES, STEP_TIMES
+    SCALE = replace(SCALES[name], out=(out or SCALES[name].out).resolve())
+    OUT = SCALE.out
+    RESULTS, CURVES, STEP_TIMES = OUT / "results.csv", OUT / "curves.csv", OUT / "step_times.csv"
+    return SCALE
+
+
 RESULT_COLUMNS = (
     "method",
     "m",
@@ -82,6 +118,7 @@ RESULT_COLUMNS = (
 )
 #: the 2-view baseline's epochs; every other budget is set from it (equal views processed)
 BASE_EPOCHS = 20
+#: the CPU grid's backbone width; the points below are written at it and scaled to ``SCALE.width``
 WIDTH = 16
 #: epochs of the width-32 check (about the CPU-seconds of 12 width-16 epochs)
 WIDTH_CHECK_EPOCHS = 4
@@ -106,20 +143,20 @@ class Point:
 
     def name(self, seed: int) -> str:
         name = f"{self.method}-m{self.m}-d{self.d}-{self.beta}-f{self.fraction:g}-e{self.epochs}-s{seed}"
-        name += "" if self.width == WIDTH else f"-w{self.width}"
+        name += "" if self.width == SCALE.width else f"-w{self.width}"
         return name if self.precision == "auto" else f"{name}-p{self.precision}"
 
 
 def width_of(run: str) -> int:
     """The backbone width a run's name says (``-w32``), else the grid's."""
     tail = [part for part in run.split("-") if part[:1] == "w" and part[1:].isdigit()]
-    return int(tail[0][1:]) if tail else WIDTH
+    return int(tail[0][1:]) if tail else SCALE.width
 
 
 def grid() -> List[Point]:
-    """The grid, most decisive first (the order runs are started in)."""
+    """The grid, most decisive first (the order runs are started in), at ``SCALE``."""
     e = BASE_EPOCHS
-    return [
+    points = [
         # bf16 (the CPU default where native) against fp32: one epoch, the same kNN within seeds?
         Point("mabt", 2, 256, "rule", 1.0, 1, ("precision",), True, precision="32"),
         Point("mabt", 2, 256, "rule", 1.0, 1, ("precision",), True),
@@ -146,6 +183,10 @@ def grid() -> List[Point]:
         Point("mavicreg", 4, 256, "rule", 1.0, e // 2, ("vicreg",), False),
         Point("mmcr", 4, 256, "none", 1.0, e // 2, ("mmcr",), False),
     ]
+    if SCALE.name == "cpu":
+        return points
+    # bf16 against fp32 and the width are questions about the CPU; the rest at the scale's width
+    return [replace(p, width=SCALE.width) for p in points if not {"precision", "width"} & set(p.parts)]
 
 
 def schedule(seeds: Sequence[int]) -> List[Tuple[Point, int]]:
@@ -193,7 +234,8 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
         "auto_resume.enabled=true",
         "wandb.enabled=false",
         "+enable_progress_bar=false",
-        f"precision={point.precision}",
+        f"accelerator={SCALE.accelerator}",
+        f"precision={SCALE.precision if point.precision == 'auto' else point.precision}",
     ]
     if point.method == "mavicreg":
         out.append(f"method_kwargs.cov_loss_weight={'auto' if point.beta == 'rule' else VICREG_C / FIXED_C_OVER * 25}")
@@ -269,7 +311,7 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
                 "m": point.m,
                 "d": point.d,
                 "width": point.width,
-                "precision": cpu_precision()[0],
+                "precision": cpu_precision()[0] if SCALE.precision == "auto" else SCALE.precision,
                 "steps": len(times[point.name(1)]),
                 "s_per_step": round(step, 4),
                 "views_per_s": round(128 * point.m / step, 1),
@@ -340,6 +382,7 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
             self.loaders = [MemoryEvalLoader(x, y, recipe, augment=False, batch_size=512) for x, y in (bank, test)]
             self.clock = next(c for c in trainer.callbacks if isinstance(c, TrainClock))
             self.bf16 = "bf16" in str(trainer.precision)
+            self.device_type = pl_module.device.type
             self.start = None
 
         def on_train_epoch_start(self, trainer, pl_module) -> None:
@@ -348,7 +391,7 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
         @torch.no_grad()
         def embed(self, pl_module, loader) -> Dict[str, torch.Tensor]:
             feats, z, labels = [], [], []
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.bf16):
                 for x, y in loader:
                     out = pl_module(x.to(pl_module.device))
                     feats.append(out["feats"].float().cpu())
@@ -431,7 +474,13 @@ def commit() -> str:
 
 
 def cpu_description() -> str:
+    """The machine a row was measured on (the ``cpu`` column): the CPU model, or the GPU's at ``--scale gpu``."""
     from mvssl_plugin.config.hardware import cpu_bf16_native, usable_cores
+
+    if SCALE.accelerator == "gpu":
+        import torch
+
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU visible"
 
     native, _ = cpu_bf16_native()
     model = platform.processor() or platform.machine()
@@ -548,7 +597,7 @@ def run_grid(
                 "not started (an unfinished run starts over on another machine; --start-anyway)"
             )
             return
-        command = [sys.executable, __file__, "--run", name]
+        command = [sys.executable, __file__, "--run", name, "--scale", SCALE.name, "--results", str(OUT)]
         if pause_log is not None:
             command += ["--pause-log", str(pause_log)]
         print(f"cpu_claims: {time.strftime('%H:%M:%S')} {name}", flush=True)
@@ -556,13 +605,18 @@ def run_grid(
             log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} commit {commit()}: {' '.join(command)}\n")
             log.flush()
             child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-            while child.poll() is None:
-                if clock.read() > budget:
-                    print(f"cpu_claims: budget spent: stopping {name} (it resumes next call)", flush=True)
-                    child.send_signal(signal.SIGTERM)
-                    child.wait()
-                    return
-                time.sleep(5)
+            try:
+                while child.poll() is None:
+                    if clock.read() > budget:
+                        print(f"cpu_claims: budget spent: stopping {name} (it resumes next call)", flush=True)
+                        child.send_signal(signal.SIGTERM)
+                        child.wait()
+                        return
+                    time.sleep(5)
+            except KeyboardInterrupt:  # SIGINT to the group (the GPU kit's budget): the child checkpoints
+                print(f"cpu_claims: interrupted: {name} stops at a checkpoint (it resumes next call)", flush=True)
+                child.wait()
+                raise SystemExit(130) from None
         if child.returncode != 0:
             raise SystemExit(f"cpu_claims: {name} exited {child.returncode}: see {OUT / 'logs' / (name + '.log')}")
         row = record_result(point, seed)
@@ -581,14 +635,14 @@ def report(out: Path, readme: Optional[Path] = None) -> Path:
     for point, seed in schedule((1, 2)):
         if "width" not in point.parts:
             continue
-        narrow = replace(point, width=WIDTH, epochs=BASE_EPOCHS)
+        narrow = replace(point, width=SCALE.width, epochs=BASE_EPOCHS)
         pairs.append((point.name(seed), narrow.name(seed)))
         for p in (point, narrow):
             rate = seconds_per_view(step_times, p.method, p.m, p.d, p.width)
             if rate is not None:
                 rates[p.name(seed)] = rate
     results, curves = read_csv(RESULTS), read_csv(CURVES)
-    return write_report(out, results, curves, step_times, BASE_EPOCHS, pairs, rates, readme)
+    return write_report(out, results, curves, step_times, BASE_EPOCHS, pairs, rates, readme, SCALE.setting)
 
 
 def list_grid(seeds: Sequence[int]) -> None:
@@ -620,8 +674,17 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
     parser.add_argument("--pause-log", type=Path, help="pause log (see the module docstring)")
     parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
+    parser.add_argument(
+        "--scale", choices=sorted(SCALES), default="cpu", help="cpu, or the same grid at ResNet-18 on a GPU"
+    )
+    parser.add_argument("--results", type=Path, help="results folder (default: benchmarks/results/<scale>_claims)")
+    parser.add_argument("--data", type=Path, help="CIFAR-10 ImageFolder root (train/, test/); else CIFAR10_DIR")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
     args = parser.parse_args(argv)
+    use_scale(args.scale, args.results)
+    if args.data is not None:
+        os.environ["CIFAR10_DIR"] = str(args.data.resolve())  # the children inherit it
+        cifar_root()
     if args.run:
         run_child(args.run, args.pause_log)
     elif args.list:
@@ -629,7 +692,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.step_times:
         measure_step_times(args.rounds, args.steps)
     elif args.report:
-        report(OUT, REPO / "README.md")
+        report(OUT, REPO / "README.md" if SCALE.name == "cpu" and args.results is None else None)
     elif args.budget_min is not None:
         if args.pgid_file is not None:
             args.pgid_file.write_text(str(os.getpgrp()))

@@ -342,3 +342,80 @@ def test_each_setting_is_set_against_the_baseline_after_the_same_seconds():
     lines = cpu_claims_report.equal_seconds_table(grid, base, [base, four], steps)
     assert "| mabt m=4 d=256 rule | 10 | 1,000 | 40.00 | 25.00 |" in lines
     assert cpu_claims_report.equal_seconds_table(grid, base, [base, four], []) == []
+
+
+@pytest.fixture
+def gpu_scale(tmp_path):
+    """The harness pointed at the GPU scale with its results under tmp_path; the CPU scale after."""
+    yield cpu_claims.use_scale("gpu", tmp_path / "gpu_claims")
+    cpu_claims.use_scale("cpu")
+
+
+def test_the_gpu_scale_is_the_same_grid_at_resnet18_width(gpu_scale, monkeypatch, tmp_path):
+    gpu = cpu_claims.grid()
+    cpu_claims.use_scale("cpu")
+    cpu = [p for p in cpu_claims.grid() if not {"precision", "width"} & set(p.parts)]  # questions about a CPU
+    cpu_names = [p.name(1) for p in cpu]
+    cpu_claims.use_scale("gpu", tmp_path / "gpu_claims")
+
+    def setting(p):
+        return (p.method, p.m, p.d, p.beta, p.fraction, p.epochs, p.parts, p.deciding)
+
+    assert [setting(p) for p in gpu] == [setting(p) for p in cpu]
+    assert {p.width for p in gpu} == {64} and [p.name(1) for p in gpu] == cpu_names  # no -w64 in the names
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    _, extra = cpu_claims.overrides(gpu[0], 1)
+    assert {"accelerator=gpu", "precision=bf16-mixed", "backbone.kwargs.width=64"} <= set(extra)
+    assert f"checkpoint.dir={(tmp_path / 'gpu_claims').resolve() / 'runs' / gpu[0].name(1)}" in extra
+    cpu_claims.use_scale("cpu")
+    _, extra = cpu_claims.overrides(cpu[0], 1)
+    assert {"accelerator=cpu", "precision=auto", "backbone.kwargs.width=16"} <= set(extra)
+
+
+def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(gpu_scale, monkeypatch, tmp_path):
+    from mvssl_plugin.runs import write_csv
+
+    results, curves = rows("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, (60.0,))
+    out = tmp_path / "gpu_claims"
+    out.mkdir()
+    write_csv(out / "results.csv", results)
+    write_csv(out / "curves.csv", curves)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    readme = repo / "README.md"
+    readme.write_text((REPO / "README.md").read_text())
+    monkeypatch.setattr(cpu_claims, "REPO", repo)
+    cpu_claims.main(["--scale", "gpu", "--results", str(out), "--report"])
+    summary = (out / "summary.md").read_text()
+    assert summary.startswith("# The paper's claims on all of CIFAR-10: ResNet-18, GPU")
+    assert "| mabt m=2 d=2048 fixed | 20 | 60.0 (1 seed) |" in summary
+    assert "bf16 against fp32" not in summary and "backbone's width" not in summary  # the CPU's questions
+    assert readme.read_text() == (REPO / "README.md").read_text()  # the README's table is the CPU's
+
+
+def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed(gpu_scale, monkeypatch, tmp_path):
+    """The GPU kit cuts a call with SIGINT to the process group: the child checkpoints and exits, the
+    harness waits for it and exits 130, and the runner resumes the line next call."""
+
+    class Child:
+        waited = False
+
+        def __init__(self, command, **kwargs):
+            self.command, self.returncode = command, None
+
+        def poll(self):
+            raise KeyboardInterrupt  # the SIGINT reaches the harness while it waits on the child
+
+        def wait(self, *args):
+            Child.waited, self.returncode = True, 130
+            return 130
+
+    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")  # subprocess.run builds on Popen
+    monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
+    monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: None)
+    with pytest.raises(SystemExit) as stopped:
+        cpu_claims.run_grid(100, (1,), None, None)
+    assert stopped.value.code == 130 and Child.waited
+    first = cpu_claims.grid()[0].name(1)
+    log = (tmp_path / "gpu_claims" / "logs" / f"{first}.log").read_text()
+    assert f"--run {first} --scale gpu --results {(tmp_path / 'gpu_claims').resolve()}" in log

@@ -175,6 +175,11 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
             if tokens[0] == "benchmarks/gpu/bench_pairs.py":  # its own recipes; its rows into the run's folder
                 assert "--csv" in tokens and tokens[tokens.index("--csv") + 1].startswith("{out}/"), (path.name, name)
                 continue
+            if tokens[0] == "benchmarks/cpu_claims.py":  # the claims harness: its CSVs in a run folder (archived)
+                results = tokens[tokens.index("--results") + 1]
+                assert results in ("{out}", "{prefix}/trained_models/claims-gpu"), (path.name, name)
+                assert tokens[tokens.index("--scale") + 1] == "gpu", (path.name, name)
+                continue
             recipe = tokens[tokens.index("--config-name") + 1]
             if tokens[0] == "main_pretrain.py":
                 assert (REPO / "scripts" / "pretrain" / "cifar10" / recipe).is_file(), (path.name, name)
