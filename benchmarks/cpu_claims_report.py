@@ -277,28 +277,40 @@ def replace_block(text: str, block: Sequence[str]) -> str:
     return head + README_START + "\n" + "\n".join(block) + "\n" + README_END + tail
 
 
-def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str) -> None:
+def plot_seconds(key: Key, rows: Sequence[dict], step_times: Sequence[dict]) -> Tuple[List[float], bool]:
+    """The x of the seconds panel: views at the step rate measured side by side when ``step_times``
+    has this step (True), else the run's own training seconds (a shared machine's: indicative)."""
+    rate = seconds_per_view(step_times, *key[:3])
+    if rate is not None:
+        return [float(r["views_seen"]) * rate for r in rows], True
+    return [float(r["train_seconds"]) for r in rows], False
+
+
+def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str, step_times: Sequence[dict] = ()) -> None:
+    """kNN against views processed and against seconds, one line per seed (the second dashed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    clocks = set()
     for key in keys:
         for seed, rows in sorted(grid.curves.get(key, {}).items()):
             rows = sorted(rows, key=lambda r: int(r["epoch"]))
             label = _label(key) if seed == min(grid.curves[key]) else None
             style = "-" if seed == min(grid.curves[key]) else "--"
             color = f"C{list(keys).index(key)}"
-            for ax, x in zip(axes, ("views_seen", "train_seconds")):
-                ax.plot(
-                    [float(r[x]) for r in rows],
-                    [float(r["knn_backbone"]) for r in rows],
-                    style,
-                    color=color,
-                    label=label,
-                )
-    for ax, x in zip(axes, ("views processed", "training seconds (indicative: shared machine)")):
+            seconds, measured = plot_seconds(key, rows, step_times)
+            clocks.add(measured)
+            knn = [float(r["knn_backbone"]) for r in rows]
+            axes[0].plot([float(r["views_seen"]) for r in rows], knn, style, color=color, label=label)
+            axes[1].plot(seconds, knn, style, color=color, label=label)
+    xlabel = {
+        frozenset({True}): "seconds at the step rates measured side by side",
+        frozenset({False}): "training seconds (indicative: shared machine)",
+    }.get(frozenset(clocks), "seconds (step rates where measured, else the run's own: mixed)")
+    for ax, x in zip(axes, ("views processed", xlabel)):
         ax.set_xlabel(x)
         ax.set_ylabel("backbone kNN top-1 (%)")
         ax.grid(alpha=0.3)
@@ -462,7 +474,7 @@ def write_report(
             lines += reach_section(grid, keys[0], keys, step_times)
         for better, worse, claim in contests:
             lines += [f"- {claim}: " + verdict(grid, better, worse, claim.split(":")[0]), ""]
-        plot(grid, keys, out / f"{slug}.png", title)
+        plot(grid, keys, out / f"{slug}.png", title, step_times)
     path = out / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path

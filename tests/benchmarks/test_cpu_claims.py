@@ -419,3 +419,12 @@ def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed
     first = cpu_claims.grid()[0].name(1)
     log = (tmp_path / "gpu_claims" / "logs" / f"{first}.log").read_text()
     assert f"--run {first} --scale gpu --results {(tmp_path / 'gpu_claims').resolve()}" in log
+
+
+def test_the_seconds_panel_uses_the_measured_step_rates_where_there_are_some():
+    key = ("mabt", 4, 256, "rule", 1.0, 10)
+    _, curves = rows(*key, (50.0,))
+    seconds, measured = cpu_claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 4, 256, 0.256)])
+    assert measured and seconds == pytest.approx([200_000 * 0.0005, 400_000 * 0.0005])  # 0.256 s / (128 x 4)
+    seconds, measured = cpu_claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 2, 256, 0.256)])
+    assert not measured and seconds == [float(r["train_seconds"]) for r in curves[:2]]
