@@ -39,8 +39,12 @@ alternating within each round (``benchmarks/bench_cpu_step.py``'s step clock), i
 ``step_times.csv``; the report turns views-to-reach into seconds with them. Training
 seconds of runs that shared a machine are indicative only.
 
-Because the optimizer has no schedule, a shorter run is a prefix of a longer one; the
-epoch budgets below put the views and data claims at equal views processed.
+Because the optimizer has no schedule, a shorter run is a prefix of a longer one: a run goes
+on from the end of a finished shorter run of its setting whose checkpoint is on this machine
+(its folder and curve rows copied, ``auto_resume.accept_changes`` for the one change,
+``max_epochs``). The epoch budgets below put the data claim at equal views processed, and run
+4 and 8 views to twice the baseline's views (about the baseline's time at their step rates),
+so that each shows whether and when it reaches the baseline's final kNN.
 
 ``--scale gpu`` runs the same grid at the paper's backbone: the standard ResNet-18 (width 64,
 the CIFAR stem), ``accelerator=gpu``, bf16 mixed precision, results in
@@ -55,6 +59,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -162,12 +167,13 @@ def grid() -> List[Point]:
         Point("mabt", 2, 256, "rule", 1.0, 1, ("precision",), True),
         # views: the baseline (2 views, the largest d, fixed beta) vs 4 and 8 views, d = 256, the rule
         Point("mabt", 2, 2048, "fixed", 1.0, e, ("projector", "views"), True),
-        Point("mabt", 4, 256, "rule", 1.0, e // 2, ("views",), True),
+        # (4 and 8 views to twice the baseline's views: whether and when they reach its final kNN)
+        Point("mabt", 4, 256, "rule", 1.0, e, ("views",), True),
         # the width: does a width-32 backbone learn more per CPU-second than the grid's 16?
         # (the baseline's setting; compared with the baseline at equal training seconds)
         Point("mabt", 2, 2048, "fixed", 1.0, WIDTH_CHECK_EPOCHS, ("width",), False, width=2 * WIDTH),
         Point("mabt", 2, 256, "rule", 1.0, e, ("projector", "data"), True),
-        Point("mabt", 8, 256, "rule", 1.0, e // 4, ("views",), True),
+        Point("mabt", 8, 256, "rule", 1.0, e // 2, ("views",), True),
         # projector: d in {64, 256, 2048}, the rule vs the fixed beta
         Point("mabt", 2, 64, "fixed", 1.0, e, ("projector",), True),
         Point("mabt", 2, 64, "rule", 1.0, e, ("projector",), True),
@@ -212,6 +218,33 @@ def cifar_root() -> Path:
     return root
 
 
+#: in a run's folder: the name of the finished shorter run it goes on from
+EXTENDED = "extended_from.txt"
+
+
+def prefix_run(point: Point, seed: int) -> Optional[Point]:
+    """The longest finished shorter run of ``point``'s setting whose checkpoint is here: without
+    a learning-rate schedule its epochs are ``point``'s first ones, so ``point`` can go on from it."""
+    for epochs in range(point.epochs - 1, 0, -1):
+        shorter = replace(point, epochs=epochs)
+        if finished(shorter.name(seed)) and any((OUT / "runs" / shorter.name(seed)).rglob("*.ckpt")):
+            return shorter
+    return None
+
+
+def extend_from(shorter: Point, point: Point, seed: int) -> None:
+    """Starts ``point``'s run as a copy of ``shorter``'s: its folder (checkpoint, clocks) and its
+    curve rows under the new name; the marker file makes the child accept the longer ``max_epochs``."""
+    from mvssl_plugin.runs import LOCK, read_csv, write_csv
+
+    source, target = OUT / "runs" / shorter.name(seed), OUT / "runs" / point.name(seed)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK))
+    (target / EXTENDED).write_text(shorter.name(seed) + "\n")
+    rows = [r for r in read_csv(CURVES) if r["run"] != point.name(seed)]
+    copied = [{**r, "run": point.name(seed)} for r in rows if r["run"] == shorter.name(seed)]
+    write_csv(CURVES, rows + copied)
+
+
 def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
     """(recipe, Hydra overrides) of a run."""
     from mvssl_plugin.beta_rule import BARLOW_TWINS_C, VICREG_C
@@ -237,6 +270,8 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
         f"accelerator={SCALE.accelerator}",
         f"precision={SCALE.precision if point.precision == 'auto' else point.precision}",
     ]
+    if (OUT / "runs" / point.name(seed) / EXTENDED).is_file():  # goes on from a shorter run: more epochs
+        out.append("auto_resume.accept_changes=true")
     if point.method == "mavicreg":
         out.append(f"method_kwargs.cov_loss_weight={'auto' if point.beta == 'rule' else VICREG_C / FIXED_C_OVER * 25}")
     elif point.method == "mmcr":
@@ -590,13 +625,19 @@ def run_grid(
             print(f"cpu_claims: budget spent; next: {name}")
             return
         started_here = any((OUT / "runs" / name).rglob("*.ckpt"))
+        shorter = None if started_here else prefix_run(point, seed)
         need = estimate_minutes(point, read_csv(CURVES), read_csv(STEP_TIMES))
+        if need is not None and shorter is not None:  # only the epochs past the shorter run's
+            need *= (point.epochs - shorter.epochs) / point.epochs
         if not (start_anyway or started_here) and need is not None and need * 60 > left:
             print(
                 f"cpu_claims: {name} needs about {need:.0f} min, the budget has {left / 60:.0f} left: "
                 "not started (an unfinished run starts over on another machine; --start-anyway)"
             )
             return
+        if shorter is not None:
+            extend_from(shorter, point, seed)
+            print(f"cpu_claims: {name} goes on from {shorter.name(seed)} (epoch {shorter.epochs})", flush=True)
         command = [sys.executable, __file__, "--run", name, "--scale", SCALE.name, "--results", str(OUT)]
         if pause_log is not None:
             command += ["--pause-log", str(pause_log)]

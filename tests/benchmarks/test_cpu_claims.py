@@ -23,11 +23,48 @@ def test_every_run_of_the_grid_has_its_own_name_and_is_found_by_it():
         cpu_claims.find_point("mabt-m3-d1-rule-f1-e1-s1")
 
 
-def test_the_views_and_data_claims_compare_equal_views_processed():
-    """Views processed per epoch = images x m: the budgets in epochs make them equal."""
-    budget = {p.name(1): p.epochs * p.m * p.fraction for p in cpu_claims.grid() if "precision" not in p.parts}
-    views = [p for p in cpu_claims.grid() if "views" in p.parts or "data" in p.parts]
-    assert {budget[p.name(1)] for p in views} == {2 * cpu_claims.BASE_EPOCHS}
+def test_the_data_claim_compares_equal_views_and_more_views_run_to_twice_the_baselines():
+    """Views processed per epoch = images x m: the budgets in epochs set them."""
+    e = cpu_claims.BASE_EPOCHS
+    data = [p for p in cpu_claims.grid() if "data" in p.parts]
+    assert {p.epochs * p.m * p.fraction for p in data} == {2 * e}
+    views = {p.m: p.epochs * p.m * p.fraction for p in cpu_claims.grid() if "views" in p.parts and p.method == "mabt"}
+    assert views == {2: 2 * e, 4: 4 * e, 8: 4 * e}  # 4 and 8 views: whether and when they reach the baseline
+
+
+def test_a_longer_run_goes_on_from_a_finished_shorter_run_of_its_setting(monkeypatch, tmp_path):
+    """Without a learning-rate schedule a shorter run is a prefix of a longer one: the longer one
+    starts from a copy of its folder and curve rows and accepts the one change, max_epochs."""
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
+    monkeypatch.setattr(cpu_claims, "RESULTS", tmp_path / "results.csv")
+    monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    (point,) = [p for p in cpu_claims.grid() if p.parts == ("views",) and p.m == 4]
+    short = cpu_claims.replace(point, epochs=10)
+    results, curves = rows("mabt", 4, 256, "rule", 1.0, 10, (54.0,))
+    for r in results + curves:
+        r["run"] = short.name(1)
+    write_csv(tmp_path / "results.csv", results)
+    write_csv(tmp_path / "curves.csv", curves)
+    assert cpu_claims.prefix_run(point, 1) is None  # finished, but its checkpoint is not on this machine
+    run = tmp_path / "runs" / short.name(1) / "mabt" / "abc"
+    run.mkdir(parents=True)
+    (run / "mabt-ep=9.ckpt").write_bytes(b"weights")
+    (run / "run.lock").write_text("123")
+    assert cpu_claims.prefix_run(point, 1) == short
+    assert "auto_resume.accept_changes=true" not in cpu_claims.overrides(point, 1)[1]
+
+    cpu_claims.extend_from(short, point, 1)
+    copy = tmp_path / "runs" / point.name(1)
+    assert (copy / "mabt" / "abc" / "mabt-ep=9.ckpt").read_bytes() == b"weights"
+    assert not (copy / "mabt" / "abc" / "run.lock").exists()  # the old run's lock stays behind
+    assert (copy / cpu_claims.EXTENDED).read_text().strip() == short.name(1)
+    longer = [r for r in read_csv(tmp_path / "curves.csv") if r["run"] == point.name(1)]
+    assert [int(r["epoch"]) for r in longer] == list(range(1, 11)) and longer[-1]["knn_backbone"] == "54.0"
+    assert "auto_resume.accept_changes=true" in cpu_claims.overrides(point, 1)[1]
+    assert cpu_claims.prefix_run(cpu_claims.replace(point, epochs=10), 1) is None  # nothing shorter than 10
 
 
 def test_the_grid_starts_with_the_precision_check_then_one_seed_of_each_point():
