@@ -41,10 +41,12 @@ seconds of runs that shared a machine are indicative only.
 
 Because the optimizer has no schedule, a shorter run is a prefix of a longer one: a run goes
 on from the end of a finished shorter run of its setting whose checkpoint is on this machine
-(its folder and curve rows copied, ``auto_resume.accept_changes`` for the one change,
-``max_epochs``). The epoch budgets below put the data claim at equal views processed, and run
-4 and 8 views to twice the baseline's views (about the baseline's time at their step rates),
-so that each shows whether and when it reaches the baseline's final kNN.
+(its folder and curve rows copied; the first launch names the copied checkpoint in
+``resume_from_checkpoint`` with ``auto_resume.accept_changes`` for the one change,
+``max_epochs``, which solo-learn's auto-resume would not match; later launches auto-resume).
+The epoch budgets below put the data claim at equal views processed, and run 4 and 8 views
+to twice the baseline's views (about the baseline's time at their step rates), so that each
+shows whether and when it reaches the baseline's final kNN.
 
 ``--scale gpu`` runs the same grid at the paper's backbone: the standard ResNet-18 (width 64,
 the CIFAR stem), ``accelerator=gpu``, bf16 mixed precision, results in
@@ -218,7 +220,7 @@ def cifar_root() -> Path:
     return root
 
 
-#: in a run's folder: the name of the finished shorter run it goes on from
+#: in a run's folder: the checkpoint of the finished shorter run it goes on from
 EXTENDED = "extended_from.txt"
 
 
@@ -233,16 +235,32 @@ def prefix_run(point: Point, seed: int) -> Optional[Point]:
 
 
 def extend_from(shorter: Point, point: Point, seed: int) -> None:
-    """Starts ``point``'s run as a copy of ``shorter``'s: its folder (checkpoint, clocks) and its
-    curve rows under the new name; the marker file makes the child accept the longer ``max_epochs``."""
+    """Starts ``point``'s run as a copy of ``shorter``'s: its folder (checkpoint, clocks, metrics)
+    and its curve rows under the new name, and a marker naming the copied checkpoint, which the
+    first launch resumes (:func:`resume_overrides`). The shorter run's own folder is left as it is."""
     from mvssl_plugin.runs import LOCK, read_csv, write_csv
 
     source, target = OUT / "runs" / shorter.name(seed), OUT / "runs" / point.name(seed)
+    shutil.rmtree(target, ignore_errors=True)  # nothing of a launch that had not checkpointed
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK))
-    (target / EXTENDED).write_text(shorter.name(seed) + "\n")
+    newest = max(target.rglob("*.ckpt"), key=lambda c: c.stat().st_mtime)
+    (target / EXTENDED).write_text(f"{newest}\n")
     rows = [r for r in read_csv(CURVES) if r["run"] != point.name(seed)]
     copied = [{**r, "run": point.name(seed)} for r in rows if r["run"] == shorter.name(seed)]
     write_csv(CURVES, rows + copied)
+
+
+def resume_overrides(point: Point, seed: int) -> List[str]:
+    """While an extended run holds only the copied checkpoint, its launch names it and accepts
+    the longer ``max_epochs`` (solo-learn's auto-resume would not match it); from its first own
+    checkpoint on, its args.json says the longer ``max_epochs`` and auto-resume finds it."""
+    folder = OUT / "runs" / point.name(seed)
+    if not (folder / EXTENDED).is_file():
+        return []
+    copied = Path((folder / EXTENDED).read_text().strip())
+    if not copied.is_file() or any(c.stat().st_mtime > copied.stat().st_mtime for c in folder.rglob("*.ckpt")):
+        return []  # it has checkpointed since (or the copy is gone): auto-resume
+    return [f"+resume_from_checkpoint='{copied}'", "auto_resume.accept_changes=true"]  # quoted: "ep=9" has a "="
 
 
 def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
@@ -270,8 +288,7 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
         f"accelerator={SCALE.accelerator}",
         f"precision={SCALE.precision if point.precision == 'auto' else point.precision}",
     ]
-    if (OUT / "runs" / point.name(seed) / EXTENDED).is_file():  # goes on from a shorter run: more epochs
-        out.append("auto_resume.accept_changes=true")
+    out += resume_overrides(point, seed)
     if point.method == "mavicreg":
         out.append(f"method_kwargs.cov_loss_weight={'auto' if point.beta == 'rule' else VICREG_C / FIXED_C_OVER * 25}")
     elif point.method == "mmcr":

@@ -91,6 +91,34 @@ def test_accept_changes_continues_that_run_with_the_new_settings(tiny_cifar, run
 
 
 @pytest.mark.slow
+def test_a_copied_run_goes_on_to_more_epochs_from_its_named_checkpoint(tiny_cifar, run_copy):
+    """How benchmarks/cpu_claims.py lengthens a run (no schedule: a shorter run is the start of a
+    longer one): a copy of the shorter run's folder, whose checkpoint the first launch names,
+    accepting max_epochs (solo-learn's auto-resume keys would not match it). The copy trains
+    only the epochs past it, leaves the original alone, and later launches auto-resume it."""
+    out, run_dir = run_copy
+    before = snapshot(run_dir)
+    longer = out.parent / "longer"
+    copy = longer / "mabt" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    (ckpt,) = copy.glob("*.ckpt")
+    args = command(tiny_cifar, longer, max_epochs=2)
+    named = [f"+resume_from_checkpoint='{ckpt}'", "auto_resume.accept_changes=true"]  # quoted: "ep=0" has a "="
+    result = run_entry("main_pretrain.py", args + named, longer)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert f"{copy} goes on with max_epochs: 1 -> 2" in result.stdout
+    rows = read_csv(copy / METRICS)
+    assert [r["epoch"] for r in rows] == ["0", "1"] and float(rows[1]["train_seconds"]) > float(
+        rows[0]["train_seconds"]
+    )
+    assert [p.name.split("-ep=")[1] for p in copy.glob("*.ckpt")] == ["1.ckpt"]
+    assert read_json(copy / ARGS)["max_epochs"] == 2 and snapshot(run_dir) == before
+    again = run_entry("main_pretrain.py", args, longer)  # no names: auto-resume finds the copy now
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"resuming from the newest complete checkpoint that matches this config: {copy}" in again.stdout
+
+
+@pytest.mark.slow
 def test_a_run_locked_by_a_live_process_is_not_joined_and_a_stale_lock_is_replaced(tiny_cifar, run_copy):
     out, run_dir = run_copy
     before = snapshot(run_dir)

@@ -3,6 +3,7 @@ report's verdicts, on made-up CSV rows (the runs themselves take CPU-hours)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -34,7 +35,8 @@ def test_the_data_claim_compares_equal_views_and_more_views_run_to_twice_the_bas
 
 def test_a_longer_run_goes_on_from_a_finished_shorter_run_of_its_setting(monkeypatch, tmp_path):
     """Without a learning-rate schedule a shorter run is a prefix of a longer one: the longer one
-    starts from a copy of its folder and curve rows and accepts the one change, max_epochs."""
+    takes its curve rows and resumes its checkpoint, accepting the one change, max_epochs, until
+    it has a checkpoint of its own."""
     from mvssl_plugin.runs import read_csv, write_csv
 
     monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
@@ -51,19 +53,28 @@ def test_a_longer_run_goes_on_from_a_finished_shorter_run_of_its_setting(monkeyp
     assert cpu_claims.prefix_run(point, 1) is None  # finished, but its checkpoint is not on this machine
     run = tmp_path / "runs" / short.name(1) / "mabt" / "abc"
     run.mkdir(parents=True)
+    (run / "mabt-ep=8.ckpt").write_bytes(b"older")
+    os.utime(run / "mabt-ep=8.ckpt", (1, 1))
     (run / "mabt-ep=9.ckpt").write_bytes(b"weights")
-    (run / "run.lock").write_text("123")
     assert cpu_claims.prefix_run(point, 1) == short
-    assert "auto_resume.accept_changes=true" not in cpu_claims.overrides(point, 1)[1]
+    assert not any("resume_from_checkpoint" in o for o in cpu_claims.overrides(point, 1)[1])
 
+    (run / "run.lock").write_text("123")
     cpu_claims.extend_from(short, point, 1)
-    copy = tmp_path / "runs" / point.name(1)
-    assert (copy / "mabt" / "abc" / "mabt-ep=9.ckpt").read_bytes() == b"weights"
-    assert not (copy / "mabt" / "abc" / "run.lock").exists()  # the old run's lock stays behind
-    assert (copy / cpu_claims.EXTENDED).read_text().strip() == short.name(1)
+    copy = tmp_path / "runs" / point.name(1) / "mabt" / "abc"
+    assert (copy / "mabt-ep=9.ckpt").read_bytes() == b"weights" and not (copy / "run.lock").exists()
     longer = [r for r in read_csv(tmp_path / "curves.csv") if r["run"] == point.name(1)]
     assert [int(r["epoch"]) for r in longer] == list(range(1, 11)) and longer[-1]["knn_backbone"] == "54.0"
-    assert "auto_resume.accept_changes=true" in cpu_claims.overrides(point, 1)[1]
+    extra = cpu_claims.overrides(point, 1)[1]
+    assert (
+        f"+resume_from_checkpoint='{copy / 'mabt-ep=9.ckpt'}'" in extra and "auto_resume.accept_changes=true" in extra
+    )
+    (copy / "mabt-ep=10.ckpt").write_bytes(b"its own")  # its first launch checkpointed: auto-resume from now on
+    later = (copy / "mabt-ep=9.ckpt").stat().st_mtime + 60
+    os.utime(copy / "mabt-ep=10.ckpt", (later, later))
+    assert cpu_claims.resume_overrides(point, 1) == []
+    (copy / "mabt-ep=9.ckpt").unlink()
+    assert cpu_claims.resume_overrides(point, 1) == []
     assert cpu_claims.prefix_run(cpu_claims.replace(point, epochs=10), 1) is None  # nothing shorter than 10
 
 
