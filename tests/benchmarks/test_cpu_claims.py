@@ -96,6 +96,13 @@ def test_paused_time_inside_an_epoch_is_counted(tmp_path):
     assert overlap(None, 0, 200) == 0 and overlap(tmp_path / "none.log", 0, 200) == 0
 
 
+@pytest.fixture
+def scale(request, tmp_path):
+    """The harness at ``request.param``'s scale, its results in tmp_path / "<scale>_claims"; the CPU scale after."""
+    yield cpu_claims.use_scale(request.param, tmp_path / f"{request.param}_claims")
+    cpu_claims.use_scale("cpu")
+
+
 def rows(method, m, d, beta, fraction, epochs, accuracies):
     """results.csv and curves.csv rows: one run per seed, its curve rising linearly to its accuracy."""
     results, curves = [], []
@@ -300,8 +307,10 @@ def test_a_setting_short_of_the_baseline_fails_the_claim_only_beyond_the_seeds_s
     assert "| mabt m=8 d=256 rule | not run yet | | | |" in lines
 
 
-def test_every_step_of_the_grid_is_timed_once_with_its_own_setting(monkeypatch, tmp_path):
-    """One step setting per (method, m, d, width), and each composes into the config its runs train."""
+@pytest.mark.parametrize("scale", ["cpu", "gpu"], indirect=True)
+def test_every_step_of_the_grid_is_timed_once_with_its_own_setting(scale, monkeypatch, tmp_path):
+    """One step setting per (method, m, d, width), and each composes into the config its runs train,
+    at either scale (composing needs no GPU)."""
     from mvssl_plugin.cli.config_name import compose_recipe
 
     monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
@@ -317,6 +326,7 @@ def test_every_step_of_the_grid_is_timed_once_with_its_own_setting(monkeypatch, 
             point.d,
             point.width,
         )
+        assert (cfg.accelerator, cfg.precision) == (scale.accelerator, scale.precision)
 
 
 def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_path):
@@ -392,14 +402,8 @@ def test_each_setting_is_set_against_the_baseline_after_the_same_seconds():
     assert cpu_claims_report.equal_seconds_table(grid, base, [base, four], []) == []
 
 
-@pytest.fixture
-def gpu_scale(tmp_path):
-    """The harness pointed at the GPU scale with its results under tmp_path; the CPU scale after."""
-    yield cpu_claims.use_scale("gpu", tmp_path / "gpu_claims")
-    cpu_claims.use_scale("cpu")
-
-
-def test_the_gpu_scale_is_the_same_grid_at_resnet18_width(gpu_scale, monkeypatch, tmp_path):
+@pytest.mark.parametrize("scale", ["gpu"], indirect=True)
+def test_the_gpu_scale_is_the_same_grid_at_resnet18_width(scale, monkeypatch, tmp_path):
     gpu = cpu_claims.grid()
     cpu_claims.use_scale("cpu")
     cpu = [p for p in cpu_claims.grid() if not {"precision", "width"} & set(p.parts)]  # questions about a CPU
@@ -420,7 +424,8 @@ def test_the_gpu_scale_is_the_same_grid_at_resnet18_width(gpu_scale, monkeypatch
     assert {"accelerator=cpu", "precision=auto", "backbone.kwargs.width=16"} <= set(extra)
 
 
-def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(gpu_scale, monkeypatch, tmp_path):
+@pytest.mark.parametrize("scale", ["gpu"], indirect=True)
+def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(scale, monkeypatch, tmp_path):
     from mvssl_plugin.runs import write_csv
 
     results, curves = rows("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, (60.0,))
@@ -441,7 +446,8 @@ def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(gpu
     assert readme.read_text() == (REPO / "README.md").read_text()  # the README's table is the CPU's
 
 
-def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed(gpu_scale, monkeypatch, tmp_path):
+@pytest.mark.parametrize("scale", ["gpu"], indirect=True)
+def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed(scale, monkeypatch, tmp_path):
     """The GPU kit cuts a call with SIGINT to the process group: the child checkpoints and exits, the
     harness waits for it and exits 130, and the runner resumes the line next call."""
 
