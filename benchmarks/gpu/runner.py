@@ -628,6 +628,8 @@ def write_archive(out: Path, prefix: Path, report: dict) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    if (out / f"results-{stamp}.tar.gz").exists():  # a second call within the same second: keep both
+        stamp += "-" + str(next(n for n in range(2, 10**6) if not (out / f"results-{stamp}-{n}.tar.gz").exists()))
     entries: list = []  # (name in archive, bytes or path)
     state = prefix / "state.json"
     if state.is_file():

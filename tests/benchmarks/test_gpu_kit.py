@@ -350,3 +350,21 @@ def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_pat
     assert rows["data"]["b"].endswith("(one fixed batch)") and rows["bt"]["b"] == "method=barlow_twins"
     with pytest.raises(SystemExit, match="3 batches in data.fraction=0.5 at this batch size, 6 needed"):
         bench_pairs.main(["--pairs", "views", "--data", str(data), "--fraction", "0.5", "--steps", "2", "--set", *tiny])
+
+
+def test_two_archives_written_within_one_second_are_both_kept(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runner, "CLOCK", runner.Clock(60.0))
+    monkeypatch.setattr(
+        runner.time, "gmtime", lambda *args: runner.time.struct_time((2026, 11, 25, 4, 0, 0, 2, 329, 0))
+    )
+    prefix, out = tmp_path / "prefix", tmp_path / "out"
+    prefix.mkdir()
+    paths = [runner.write_archive(out, prefix, {"runs": [], "call": n}) for n in (1, 2, 3)]
+    assert [p.name for p in paths] == [
+        "results-20261125-040000.tar.gz",
+        "results-20261125-040000-2.tar.gz",
+        "results-20261125-040000-3.tar.gz",
+    ]
+    with tarfile.open(paths[1]) as tar:
+        (member,) = [m for m in tar.getmembers() if m.name.endswith("runner.json")]
+        assert json.loads(tar.extractfile(member).read())["call"] == 2
