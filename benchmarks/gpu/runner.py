@@ -627,8 +627,9 @@ def write_archive(out: Path, prefix: Path, report: dict) -> Path:
     import io
 
     out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    if (out / f"results-{stamp}.tar.gz").exists():  # a second call within the same second: keep both
+    now = time.time()  # to the millisecond, so that names sort as calls were made
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + f"-{int(now * 1000) % 1000:03d}"
+    if (out / f"results-{stamp}.tar.gz").exists():  # never replace an earlier call's archive
         stamp += "-" + str(next(n for n in range(2, 10**6) if not (out / f"results-{stamp}-{n}.tar.gz").exists()))
     entries: list = []  # (name in archive, bytes or path)
     state = prefix / "state.json"

@@ -352,19 +352,23 @@ def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_pat
         bench_pairs.main(["--pairs", "views", "--data", str(data), "--fraction", "0.5", "--steps", "2", "--set", *tiny])
 
 
-def test_two_archives_written_within_one_second_are_both_kept(tmp_path: Path, monkeypatch) -> None:
+def test_archives_sort_as_the_calls_were_made_and_none_replaces_another(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(runner, "CLOCK", runner.Clock(60.0))
-    monkeypatch.setattr(
-        runner.time, "gmtime", lambda *args: runner.time.struct_time((2026, 11, 25, 4, 0, 0, 2, 329, 0))
-    )
     prefix, out = tmp_path / "prefix", tmp_path / "out"
     prefix.mkdir()
-    paths = [runner.write_archive(out, prefix, {"runs": [], "call": n}) for n in (1, 2, 3)]
+    now = [0.0]
+    monkeypatch.setattr(runner.time, "time", lambda: now[0])
+    paths = []
+    for call, when in enumerate([1795000000.5, 1795000000.9, 1795000000.9], start=1):  # the last two: one ms
+        now[0] = when
+        paths.append(runner.write_archive(out, prefix, {"runs": [], "call": call}))
+    stamp = runner.time.strftime("%Y%m%d-%H%M%S", runner.time.gmtime(1795000000))
     assert [p.name for p in paths] == [
-        "results-20261125-040000.tar.gz",
-        "results-20261125-040000-2.tar.gz",
-        "results-20261125-040000-3.tar.gz",
+        f"results-{stamp}-500.tar.gz",
+        f"results-{stamp}-900.tar.gz",
+        f"results-{stamp}-900-2.tar.gz",
     ]
-    with tarfile.open(paths[1]) as tar:
+    assert sorted(p.name for p in paths[:2]) == [p.name for p in paths[:2]]  # a later call sorts after
+    with tarfile.open(paths[2]) as tar:
         (member,) = [m for m in tar.getmembers() if m.name.endswith("runner.json")]
-        assert json.loads(tar.extractfile(member).read())["call"] == 2
+        assert json.loads(tar.extractfile(member).read())["call"] == 3
