@@ -169,11 +169,11 @@ def views_verdict(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -
             return short_of_baseline(grid, base, key, step_times)
         return f"inconclusive: not finished, not at {target:.1f}% yet" if grid.unfinished(key) else "not run yet"
     _, views_x, time_x = found
-    seeds = len(grid.final.get(key, []))
-    how = f"({seeds} seed{'s' * (seeds != 1)} finished; the baseline {len(grid.final[base])})"
+    seeds, base_seeds = len(grid.curves.get(key, {})), len(grid.final[base])  # every seed's curve reached it
+    how = f"({seeds} seed{'s' * (seeds != 1)}; the baseline {base_seeds})"
     if time_x is None:
         return f"in views {views_x:.2f}x the baseline's; time not measured {how}"
-    word = "holds" if time_x < 1 else "does not hold"
+    word = ("holds" if time_x < 1 else "does not hold") + (" so far" if min(seeds, base_seeds) < 2 else "")
     return f"{word}: {time_x:.2f}x the baseline's time, {views_x:.2f}x its views {how}"
 
 

@@ -264,10 +264,16 @@ def test_time_to_the_baseline_comes_from_the_measured_step_rates():
     steps = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]  # 4 views: 0.75x per view
     lines = cpu_claims_report.reach_section(grid, base, [base, four], steps)
     assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,055 | 0.68 |" in lines
-    assert any(line.startswith("- mabt m=4 d=256 rule: holds: 0.68x the baseline's time") for line in lines)
+    assert (
+        "- mabt m=4 d=256 rule: holds so far: 0.68x the baseline's time, 0.90x its views (1 seed; the baseline 1)"
+        in lines
+    )
+    two = grid_of((*base, (50.0, 50.0)), (*four, (60.0, 60.0)))  # a verdict without "so far" needs 2 seeds a side
+    lines = cpu_claims_report.reach_section(two, base, [base, four], steps)
+    assert "- mabt m=4 d=256 rule: holds: 0.68x the baseline's time, 0.90x its views (2 seeds; the baseline 2)" in lines
     slow = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.5)]  # 1.25x per view
     lines = cpu_claims_report.reach_section(grid, base, [base, four], slow)
-    assert any(line.startswith("- mabt m=4 d=256 rule: does not hold: 1.12x") for line in lines)
+    assert any(line.startswith("- mabt m=4 d=256 rule: does not hold so far: 1.12x") for line in lines)
     lines = cpu_claims_report.reach_section(grid, base, [base, four], [])
     assert any("0.90x the baseline's; time not measured" in line for line in lines)
 
