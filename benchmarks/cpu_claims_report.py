@@ -208,9 +208,10 @@ def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequen
 
 
 def equal_seconds_table(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequence[dict]) -> List[str]:
-    """Each setting's kNN at the end of its curve (seed 1) against the baseline's (seed 1) after
-    the same seconds, both at the step rates of ``step_times.csv``: which learns more per
-    second, whether or not it reaches the baseline's final kNN."""
+    """Each setting's kNN at the last epoch of its curve (seed 1) that the baseline's curve
+    (seed 1) also spans in seconds, against the baseline's after the same seconds, both at the
+    step rates of ``step_times.csv``: which learns more per second, whether or not it reaches
+    the baseline's final kNN."""
     base_rate = seconds_per_view(step_times, *base[:3])
     base_rows = sorted(grid.curves.get(base, {}).get(1, []), key=lambda r: int(r["epoch"]))
     if base_rate is None or not base_rows:
@@ -223,10 +224,13 @@ def equal_seconds_table(grid: Grid, base: Key, keys: Sequence[Key], step_times: 
         rate = seconds_per_view(step_times, *key[:3])
         if key == base or not rows or rate is None:
             continue
-        last = max(rows, key=lambda r: int(r["epoch"]))
+        spanned = [r for r in rows if knn_at(timed, float(r["views_seen"]) * rate) is not None]
+        if not spanned:
+            continue
+        last = max(spanned, key=lambda r: int(r["epoch"]))
         seconds = float(last["views_seen"]) * rate
         theirs = knn_at(timed, seconds)
-        cell = f"{theirs:.2f}" if theirs is not None else "outside its curve"
+        cell = f"{theirs:.2f}"
         mine = float(last["knn_backbone"])
         lines.append(f"| {_label(key)} | {last['epoch']} | {seconds:,.0f} | {mine:.2f} | {cell} |")
     return lines

@@ -406,6 +406,13 @@ def test_each_setting_is_set_against_the_baseline_after_the_same_seconds():
     lines = cpu_claims_report.equal_seconds_table(grid, base, [base, four], steps)
     assert "| mabt m=4 d=256 rule | 10 | 1,000 | 40.00 | 25.00 |" in lines
     assert cpu_claims_report.equal_seconds_table(grid, base, [base, four], []) == []
+    # a setting that runs past the baseline's seconds is set against it at its last epoch within them:
+    # 4 views at 0.75 ms / view for 20 epochs (3,000 s); the baseline ends at 2,000 s; epoch 13 is at 1,950 s
+    longer = ("mabt", 4, 256, "rule", 1.0, 20)
+    grid = grid_of((*base, (50.0,)), (*longer, (40.0,)))
+    steps = [step_row("mabt", 2, 2048, 0.256), step_row("mabt", 4, 256, 0.384)]
+    lines = cpu_claims_report.equal_seconds_table(grid, base, [base, longer], steps)
+    assert "| mabt m=4 d=256 rule | 13 | 1,950 | 26.00 | 48.75 |" in lines
 
 
 @pytest.mark.parametrize("scale", ["gpu"], indirect=True)
