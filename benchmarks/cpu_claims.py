@@ -32,7 +32,8 @@ on. The budget counts minutes the harness was not paused.
 
 Pausing: other work on a small machine pauses the runs with SIGSTOP to the process group
 whose id ``--pgid-file`` holds, and logs each pause in ``--pause-log`` (``<unix time>
-stop|cont``): the paused seconds inside an epoch are taken off its training seconds.
+stop|cont``): the paused seconds inside an epoch are taken off its training seconds, those
+before a stop inside it too (the checkpoint carries them into the resume).
 Wall-clock claims still come from step times measured side by side in one quiet run:
 ``--step-times`` times every distinct step of the grid (method, m, d, width), the settings
 alternating within each round (``benchmarks/bench_cpu_step.py``'s step clock), into
@@ -406,6 +407,44 @@ def pause_overlap(log: Optional[Path], start: float, end: float) -> float:
     return total
 
 
+class EpochPauses:
+    """The paused seconds of the running epoch, kept across a stop inside it: a stopped run's
+    checkpoint carries the pauses of the epoch's first part (``state``), and the resumed epoch
+    adds them to its own, so the epoch's training seconds lose every pause, not only those
+    after the resume. Tagged with the epoch, so a checkpoint written at an epoch's end does not
+    carry that epoch's pauses into the next."""
+
+    def __init__(self, log: Optional[Path]) -> None:
+        self.log = log
+        self.epoch: Optional[int] = None
+        self.start: Optional[float] = None
+        self.carried = 0.0  # pauses of this epoch before a stop (from the checkpoint)
+        self.carried_epoch: Optional[int] = None
+
+    def begin(self, epoch: int, now: float) -> None:
+        self.epoch, self.start = epoch, now
+
+    def so_far(self, now: float) -> float:
+        """Paused seconds of the running epoch up to ``now``, the part before a stop included."""
+        own = pause_overlap(self.log, self.start, now) if self.start is not None else 0.0
+        return own + (self.carried if self.carried_epoch == self.epoch else 0.0)
+
+    def end(self, now: float) -> float:
+        """The epoch's paused seconds; the carried part is used once."""
+        paused = self.so_far(now)
+        self.start, self.carried, self.carried_epoch = None, 0.0, None
+        return paused
+
+    def state(self, now: float) -> dict:
+        if self.start is None:
+            return {}
+        return {"epoch": self.epoch, "paused_seconds": self.so_far(now)}
+
+    def load(self, state: dict) -> None:
+        if "epoch" in state:
+            self.carried, self.carried_epoch = float(state["paused_seconds"]), int(state["epoch"])
+
+
 def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
     """The per-epoch evaluation and clocks (see the module docstring) as a Lightning callback."""
     import torch
@@ -428,6 +467,9 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
         return decode_to_uint8(files, None, default_cache_dir(root / split)), labels
 
     class EpochEval(Callback):
+        def __init__(self) -> None:
+            self.pauses = EpochPauses(pause_log)
+
         def on_fit_start(self, trainer, pl_module) -> None:
             recipe, _ = eval_recipe("cifar10")
             bank, test = labelled("train"), labelled("test")
@@ -435,10 +477,15 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
             self.clock = next(c for c in trainer.callbacks if isinstance(c, TrainClock))
             self.bf16 = "bf16" in str(trainer.precision)
             self.device_type = pl_module.device.type
-            self.start = None
 
         def on_train_epoch_start(self, trainer, pl_module) -> None:
-            self.start = time.time()
+            self.pauses.begin(trainer.current_epoch, time.time())
+
+        def state_dict(self) -> dict:
+            return self.pauses.state(time.time())
+
+        def load_state_dict(self, state_dict: dict) -> None:
+            self.pauses.load(state_dict)
 
         @torch.no_grad()
         def embed(self, pl_module, loader) -> Dict[str, torch.Tensor]:
@@ -457,7 +504,7 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
             rows = [r for r in read_csv(CURVES) if not (r["run"] == name and int(r["epoch"]) >= epoch)]
             earlier = [r for r in rows if r["run"] == name]
             paused_before = sum(float(r["paused_seconds"]) for r in earlier)
-            paused = pause_overlap(pause_log, self.start, now) if self.start is not None else 0.0
+            paused = self.pauses.end(now)
             was_training = pl_module.training
             pl_module.eval()
             began = time.perf_counter()

@@ -96,6 +96,54 @@ def test_paused_time_inside_an_epoch_is_counted(tmp_path):
     assert overlap(None, 0, 200) == 0 and overlap(tmp_path / "none.log", 0, 200) == 0
 
 
+def test_an_epochs_pauses_before_a_stop_are_carried_by_the_checkpoint_into_its_resume(tmp_path):
+    log = tmp_path / "pauses.log"
+    log.write_text("100 stop\n130 cont\n")  # 30 s paused in epoch 3, before the stop at 150
+    before = cpu_claims.EpochPauses(log)
+    before.begin(3, 90)
+    state = before.state(150)
+    assert state == {"epoch": 3, "paused_seconds": 30}
+    with log.open("a") as f:
+        f.write("200 stop\n210 cont\n")  # 10 s more after the resume at 180
+    after = cpu_claims.EpochPauses(log)
+    after.load(state)
+    after.begin(3, 180)
+    assert after.end(260) == 30 + 10
+    after.begin(4, 260)  # the carried part counts once, in its own epoch
+    assert after.end(300) == 0
+
+
+def test_the_epoch_callback_puts_its_pauses_in_the_checkpoint_and_takes_them_back(tmp_path):
+    """Lightning saves a callback's ``state_dict`` in the checkpoint and hands it back on resume."""
+    from types import SimpleNamespace
+
+    log = tmp_path / "pauses.log"
+    log.write_text(f"{1.0:f} stop\n{2.0:f} cont\n")  # long before now: inside an epoch begun at 0
+    point = cpu_claims.grid()[0]
+    stopped = cpu_claims.epoch_eval_callback(point, 1, log)
+    stopped.on_train_epoch_start(SimpleNamespace(current_epoch=5), None)
+    stopped.pauses.start = 0.0
+    state = stopped.state_dict()
+    assert state == {"epoch": 5, "paused_seconds": 1.0}
+    resumed = cpu_claims.epoch_eval_callback(point, 1, log)
+    resumed.load_state_dict(state)
+    resumed.on_train_epoch_start(SimpleNamespace(current_epoch=5), None)
+    assert resumed.pauses.so_far(resumed.pauses.start) == 1.0
+
+
+def test_a_checkpoint_at_an_epochs_end_carries_no_pauses_into_the_next_epoch(tmp_path):
+    log = tmp_path / "pauses.log"
+    log.write_text("100 stop\n130 cont\n")
+    pauses = cpu_claims.EpochPauses(log)
+    pauses.begin(3, 90)
+    state = pauses.state(150)  # saved before the evaluation's epoch end
+    resumed = cpu_claims.EpochPauses(log)
+    resumed.load(state)
+    resumed.begin(4, 400)
+    assert resumed.end(500) == 0
+    assert cpu_claims.EpochPauses(log).state(150) == {}  # between epochs: nothing to carry
+
+
 @pytest.fixture
 def scale(request, tmp_path):
     """The harness at ``request.param``'s scale, its results in tmp_path / "<scale>_claims"; the CPU scale after."""
