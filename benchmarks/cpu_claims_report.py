@@ -346,7 +346,26 @@ def precision_section(results: List[dict]) -> List[str]:
         lines += ["", f"bf16 - fp32: {gap:+.2f} points, {same} the seeds' spread of {spread:.2f}."]
     else:
         lines += ["", "Not decided yet: each precision needs 2 seeds."]
-    return lines + [""]
+    return lines + [""] + mixed_precision_note(results)
+
+
+def mixed_precision_note(results: List[dict]) -> List[str]:
+    """Which of the grid's runs ran in which precision, where they differ: a run's precision is
+    its machine's (``auto``), and the grid continues on whatever CPU a session has."""
+    runs = [r for r in results if "-e1-" not in r["run"]]
+    by: Dict[str, List[str]] = defaultdict(list)
+    for row in runs:
+        by[f"{row.get('precision', '?')} ({row.get('cpu', '?')})"].append(row["run"])
+    if len(by) < 2:
+        return []
+    lines = ["The grid's runs were not all in one precision (each ran in its machine's `auto`):", ""]
+    lines += [f"- {where}: {', '.join(sorted(names))}" for where, names in sorted(by.items())]
+    return lines + [
+        "",
+        "Their kNN is compared by epochs and views, which the check above finds the same in either "
+        "precision; their seconds come from the step times measured side by side, not their own clocks.",
+        "",
+    ]
 
 
 def knn_at(rows: Sequence[dict], seconds: float) -> Optional[float]:

@@ -144,6 +144,20 @@ def test_a_checkpoint_at_an_epochs_end_carries_no_pauses_into_the_next_epoch(tmp
     assert cpu_claims.EpochPauses(log).state(150) == {}  # between epochs: nothing to carry
 
 
+def test_the_report_says_which_runs_ran_in_which_precision_when_they_differ():
+    def row(run, precision, cpu):
+        return {"run": run, "precision": precision, "cpu": cpu, "knn_backbone": "50", "seed": "1"}
+
+    check = [row("mabt-m2-d256-rule-f1-e1-s1-p32", "32-true", "A")]  # the precision check: not the grid
+    same = check + [row("mabt-m2-d2048-fixed-f1-e20-s1", "bf16-mixed", "A"), row("mabt-m4-x", "bf16-mixed", "A")]
+    assert cpu_claims_report.mixed_precision_note(same) == []
+    mixed = same + [row("mabt-m2-d256-rule-f1-e20-s1", "32-true", "B")]
+    note = cpu_claims_report.mixed_precision_note(mixed)
+    assert "- 32-true (B): mabt-m2-d256-rule-f1-e20-s1" in note
+    assert "- bf16-mixed (A): mabt-m2-d2048-fixed-f1-e20-s1, mabt-m4-x" in note
+    assert not any("-e1-" in line for line in note)
+
+
 @pytest.fixture
 def scale(request, tmp_path):
     """The harness at ``request.param``'s scale, its results in tmp_path / "<scale>_claims"; the CPU scale after."""
