@@ -25,10 +25,15 @@ Each epoch appends a row to ``curves.csv``; a finished run appends one row to
 next unfinished runs, most decisive first, until ``--budget-min`` is spent, then stops the
 running one with SIGTERM (the plugin writes its ``-stopped.ckpt``); the next call resumes
 it there (auto-resume), on this machine. ``results.csv`` and ``curves.csv`` are committed,
-so the grid also continues elsewhere (an unfinished run then starts over). So a call does
-not start a run that its budget cannot finish, by an estimate from the epochs already in
-``curves.csv`` (``--start-anyway`` starts it all the same); a run resumed here always goes
-on. The budget counts minutes the harness was not paused.
+so the grid also continues elsewhere. A stopped run goes on elsewhere too: its checkpoint
+(with args.json, run.json, metrics.csv) is copied into ``carry/<run>/`` to be committed, if
+it is at most ``CARRY_MAX_MB`` (16 MiB: the width-16 runs up to d = 256, about 10 MiB with
+Adam's state; not the d = 2048 ones), and a machine without the run's folder resumes it from
+there; the finished row's ``cpu`` and ``precision`` then name each machine's epochs, and
+``carry/<run>/`` is deleted. A larger one starts over elsewhere, so a call does not start a
+run that its budget cannot finish, by an estimate from the epochs already in ``curves.csv``
+(``--start-anyway`` starts it all the same); a run resumed here or carried always goes on.
+The budget counts minutes the harness was not paused.
 
 Pausing: other work on a small machine pauses the runs with SIGSTOP to the process group
 whose id ``--pgid-file`` holds, and logs each pause in ``--pause-log`` (``<unix time>
@@ -221,8 +226,12 @@ def cifar_root() -> Path:
     return root
 
 
-#: in a run's folder: the checkpoint of the finished shorter run it goes on from
-EXTENDED = "extended_from.txt"
+#: in a run's folder: a checkpoint copied in (a finished shorter run's, or a carried one) that
+#: its first launch resumes
+RESUME_FROM = "resume_from.txt"
+#: a stopped run's checkpoint goes into ``carry/<run>/`` (committed) up to this size, so that
+#: the run goes on on another machine; a larger one stays here and the run starts over there
+CARRY_MAX_MB = 16.0
 
 
 def prefix_run(point: Point, seed: int) -> Optional[Point]:
@@ -245,20 +254,63 @@ def extend_from(shorter: Point, point: Point, seed: int) -> None:
     shutil.rmtree(target, ignore_errors=True)  # nothing of a launch that had not checkpointed
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK))
     newest = max(target.rglob("*.ckpt"), key=lambda c: c.stat().st_mtime)
-    (target / EXTENDED).write_text(f"{newest}\n")
+    (target / RESUME_FROM).write_text(f"{newest}\n")
     rows = [r for r in read_csv(CURVES) if r["run"] != point.name(seed)]
     copied = [{**r, "run": point.name(seed)} for r in rows if r["run"] == shorter.name(seed)]
     write_csv(CURVES, rows + copied)
 
 
+def carry_out(name: str) -> Optional[Path]:
+    """After a stop: copies the run's newest complete checkpoint, with its folder's small files
+    (args.json, run.json, metrics.csv), into ``carry/<run>/`` for the commit, if it is at most
+    ``CARRY_MAX_MB``; marks the run's curve rows so far with this machine. Returns the copy."""
+    from mvssl_plugin.runs import is_complete_checkpoint, read_csv, write_csv
+
+    folder = OUT / "runs" / name
+    ckpts = [c for c in folder.rglob("*.ckpt") if is_complete_checkpoint(c)]
+    if not ckpts:
+        return None
+    here = cpu_description()
+    write_csv(CURVES, [{**r, "cpu": r.get("cpu") or here} if r["run"] == name else r for r in read_csv(CURVES)])
+    newest = max(ckpts, key=lambda c: c.stat().st_mtime)
+    size = newest.stat().st_size / 2**20
+    if size > CARRY_MAX_MB:
+        print(f"cpu_claims: {name}: its checkpoint ({size:.0f} MiB) is too large to carry: it starts over elsewhere")
+        return None
+    target = OUT / "carry" / name
+    shutil.rmtree(target, ignore_errors=True)
+    inside = target / newest.parent.relative_to(folder)
+    inside.mkdir(parents=True)
+    for f in newest.parent.iterdir():
+        if f == newest or (f.is_file() and f.suffix in (".json", ".csv")):
+            shutil.copy2(f, inside / f.name)
+    print(f"cpu_claims: {name}: its checkpoint ({size:.1f} MiB) is in {target}: commit it to go on elsewhere")
+    return inside / newest.name
+
+
+def carry_in(name: str) -> bool:
+    """Starts a run that is not under way here from its carried checkpoint, if there is one: the
+    folder copied back, its first launch resuming the checkpoint (:func:`resume_overrides`); its
+    curve rows so far are in the committed curves.csv."""
+    source = OUT / "carry" / name
+    if not any(source.rglob("*.ckpt")):
+        return False
+    target = OUT / "runs" / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target)
+    (target / RESUME_FROM).write_text(f"{next(target.rglob('*.ckpt'))}\n")
+    return True
+
+
 def resume_overrides(point: Point, seed: int) -> List[str]:
-    """While an extended run holds only the copied checkpoint, its launch names it and accepts
-    the longer ``max_epochs`` (solo-learn's auto-resume would not match it); from its first own
-    checkpoint on, its args.json says the longer ``max_epochs`` and auto-resume finds it."""
+    """While a run holds only a copied checkpoint (a shorter run's, or a carried one), its launch
+    names it and accepts the changes solo-learn's auto-resume would refuse (a longer
+    ``max_epochs``, another machine's paths); from its first own checkpoint on, auto-resume
+    finds it."""
     folder = OUT / "runs" / point.name(seed)
-    if not (folder / EXTENDED).is_file():
+    if not (folder / RESUME_FROM).is_file():
         return []
-    copied = Path((folder / EXTENDED).read_text().strip())
+    copied = Path((folder / RESUME_FROM).read_text().strip())
     if not copied.is_file() or any(c.stat().st_mtime > copied.stat().st_mtime for c in folder.rglob("*.ckpt")):
         return []  # it has checkpointed since (or the copy is gone): auto-resume
     return [f"+resume_from_checkpoint='{copied}'", "auto_resume.accept_changes=true"]  # quoted: "ep=9" has a "="
@@ -460,6 +512,7 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
 
     name = point.name(seed)
     root = cifar_root()
+    machine = cpu_description()
 
     def labelled(split: str) -> Tuple[torch.Tensor, List[int]]:
         samples = ImageFolder(str(root / split)).samples
@@ -507,7 +560,7 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
             paused = self.pauses.end(now)
             was_training = pl_module.training
             pl_module.eval()
-            began = time.perf_counter()
+            began, began_wall = time.perf_counter(), time.time()
             bank, test = (self.embed(pl_module, loader) for loader in self.loaders)
             knn = all_classes_knn(20, 0.07, "cosine")
             knn(
@@ -535,8 +588,11 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
                 "knn_backbone": round(float(acc1), 2),
                 "rank_projector": round(rankme(test["projector"]), 1),
                 "rank_backbone": round(rankme(test["backbone"]), 1),
-                "eval_seconds": round(time.perf_counter() - began, 1),
+                "eval_seconds": round(
+                    time.perf_counter() - began - pause_overlap(pause_log, began_wall, time.time()), 1
+                ),
                 "precision": str(trainer.precision),
+                "cpu": machine,
             }
             write_csv(CURVES, rows + [row])
             print(f"cpu_claims: {name} epoch {epoch}: kNN {row['knn_backbone']}%, {row}", flush=True)
@@ -610,9 +666,32 @@ def record_result(point: Point, seed: int) -> dict:
     if int(last["epoch"]) != point.epochs:
         raise SystemExit(f"{name}: finished, but curves.csv ends at epoch {last['epoch']} of {point.epochs}")
     row = {"run": name, **{k: last.get(k, "") for k in RESULT_COLUMNS}}
-    row.update(epochs=point.epochs, cpu=cpu_description(), commit=commit())
+    in_order = sorted(curve, key=lambda r: int(r["epoch"]))
+    row.update(epochs=point.epochs, cpu=machines(in_order), commit=commit())
+    row["precision"] = "+".join(dict.fromkeys(r["precision"] for r in in_order if r.get("precision")))
     write_csv(RESULTS, read_csv(RESULTS) + [row])
     return row
+
+
+def epochs_done(name: str) -> int:
+    from mvssl_plugin.runs import read_csv
+
+    return max((int(r["epoch"]) for r in read_csv(CURVES) if r["run"] == name), default=0)
+
+
+def machines(curve: Sequence[dict]) -> str:
+    """The ``cpu`` column of a run whose epochs (in order) ran on more than one machine (carried):
+    each machine with its epochs; rows without a machine ran here."""
+    spans: List[list] = []
+    for r in curve:
+        cpu, epoch = r.get("cpu") or cpu_description(), int(r["epoch"])
+        if spans and spans[-1][0] == cpu:
+            spans[-1][2] = epoch
+        else:
+            spans.append([cpu, epoch, epoch])
+    if len(spans) == 1:
+        return spans[0][0]
+    return "; ".join(f"{cpu} (epochs {a}-{b})" for cpu, a, b in spans)
 
 
 class ActiveClock:
@@ -689,11 +768,13 @@ def run_grid(
             print(f"cpu_claims: budget spent; next: {name}")
             return
         started_here = any((OUT / "runs" / name).rglob("*.ckpt"))
-        shorter = None if started_here else prefix_run(point, seed)
+        carried = not started_here and any((OUT / "carry" / name).rglob("*.ckpt"))
+        shorter = None if started_here or carried else prefix_run(point, seed)
         need = estimate_minutes(point, read_csv(CURVES), read_csv(STEP_TIMES))
-        if need is not None and shorter is not None:  # only the epochs past the shorter run's
-            need *= (point.epochs - shorter.epochs) / point.epochs
-        if not (start_anyway or started_here) and need is not None and need * 60 > left:
+        done = shorter.epochs if shorter is not None else epochs_done(name) if carried else 0
+        if need is not None:  # only the epochs past the shorter run's, or the carried ones
+            need *= (point.epochs - done) / point.epochs
+        if not (start_anyway or started_here or carried) and need is not None and need * 60 > left:
             print(
                 f"cpu_claims: {name} needs about {need:.0f} min, the budget has {left / 60:.0f} left: "
                 "not started (an unfinished run starts over on another machine; --start-anyway)"
@@ -702,6 +783,8 @@ def run_grid(
         if shorter is not None:
             extend_from(shorter, point, seed)
             print(f"cpu_claims: {name} goes on from {shorter.name(seed)} (epoch {shorter.epochs})", flush=True)
+        elif carried and carry_in(name):
+            print(f"cpu_claims: {name} goes on from its carried checkpoint ({done} epochs in curves.csv)", flush=True)
         command = [sys.executable, __file__, "--run", name, "--scale", SCALE.name, "--results", str(OUT)]
         if pause_log is not None:
             command += ["--pause-log", str(pause_log)]
@@ -716,15 +799,18 @@ def run_grid(
                         print(f"cpu_claims: budget spent: stopping {name} (it resumes next call)", flush=True)
                         child.send_signal(signal.SIGTERM)
                         child.wait()
+                        carry_out(name)
                         return
                     time.sleep(5)
             except KeyboardInterrupt:  # SIGINT to the group (the GPU kit's budget): the child checkpoints
                 print(f"cpu_claims: interrupted: {name} stops at a checkpoint (it resumes next call)", flush=True)
                 child.wait()
+                carry_out(name)
                 raise SystemExit(130) from None
         if child.returncode != 0:
             raise SystemExit(f"cpu_claims: {name} exited {child.returncode}: see {OUT / 'logs' / (name + '.log')}")
         row = record_result(point, seed)
+        shutil.rmtree(OUT / "carry" / name, ignore_errors=True)  # done: the commit drops its carry
         print(f"cpu_claims: {name} done: kNN {row['knn_backbone']}% after {row['epochs']} epochs", flush=True)
     print("cpu_claims: the grid is complete")
 

@@ -4,6 +4,7 @@ report's verdicts, on made-up CSV rows (the runs themselves take CPU-hours)."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 import pytest
@@ -163,6 +164,116 @@ def scale(request, tmp_path):
     """The harness at ``request.param``'s scale, its results in tmp_path / "<scale>_claims"; the CPU scale after."""
     yield cpu_claims.use_scale(request.param, tmp_path / f"{request.param}_claims")
     cpu_claims.use_scale("cpu")
+
+
+@pytest.mark.parametrize("scale", ["cpu"], indirect=True)
+def test_a_run_stopped_by_the_budget_is_carried_to_another_machine_and_finishes_there(scale, monkeypatch, tmp_path):
+    """Machine A stops the run at its budget and copies its checkpoint into carry/ (committed);
+    machine B, without the run's folder, resumes that checkpoint, and the finished row says which
+    machine and precision ran which epochs; the carry goes once the run is done."""
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    name = "mabt-m2-d256-rule-f1-e20-s1"
+    point, _ = cpu_claims.find_point(name)
+    out = tmp_path / "cpu_claims"
+    machine = {"cpu": "A", "precision": "32-true", "epochs": range(1, 4), "running": True}
+    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: machine["cpu"])
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")
+    monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: 100.0)
+    monkeypatch.setattr(cpu_claims.time, "sleep", lambda s: None)
+
+    class Clock:  # the budget is spent at the second look
+        def __init__(self):
+            self.reads = 0
+
+        def read(self):
+            self.reads += 1
+            return 0.0 if self.reads == 1 or not machine["running"] else 1e9
+
+    class Child:
+        """Trains machine["epochs"]: a checkpoint and a curve row each (the real child's rows)."""
+
+        def __init__(self, command, **kwargs):
+            self.returncode, self.signals = None, []
+            folder = out / "runs" / name / "mabt" / "abc"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "args.json").write_text("{}")
+            (folder / "run.lock").write_text("123")
+            rows = read_csv(out / "curves.csv")
+            for epoch in machine["epochs"]:
+                (folder / f"ep={epoch}.ckpt").write_bytes(b"PK weights %d" % epoch)
+                os.utime(folder / f"ep={epoch}.ckpt", (1000 + epoch, 1000 + epoch))
+                row = {"run": name, "epoch": epoch, "views_seen": epoch * 100_000, "knn_backbone": 30 + epoch}
+                row.update(precision=machine["precision"], train_seconds=epoch, eval_seconds=1)
+                rows.append({**row, "cpu": machine["cpu"]} if machine["cpu"] == "B" else row)
+            write_csv(out / "curves.csv", rows)
+
+        def poll(self):
+            if not machine["running"]:
+                self.returncode = 0
+            return self.returncode
+
+        def send_signal(self, sig):
+            self.signals.append(sig)
+
+        def wait(self, *args):
+            self.returncode = 0
+            return 0
+
+    monkeypatch.setattr(cpu_claims, "ActiveClock", Clock)
+    monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
+    monkeypatch.setattr("mvssl_plugin.runs.is_complete_checkpoint", lambda path: True)
+    cpu_claims.run_grid(100, (1,), None, name)
+    carried = out / "carry" / name / "mabt" / "abc"
+    assert sorted(p.name for p in carried.iterdir()) == ["args.json", "ep=3.ckpt"]  # the newest; no lock
+    assert {r["cpu"] for r in read_csv(out / "curves.csv")} == {"A"}  # A's rows name A from now on
+    assert not cpu_claims.finished(name)
+
+    shutil.rmtree(out / "runs")  # machine B: a fresh clone with the commit
+    machine.update(cpu="B", precision="bf16-mixed", epochs=range(4, 21), running=False)
+    launched = []
+    monkeypatch.setattr(cpu_claims, "carry_in", lambda n, real=cpu_claims.carry_in: launched.append(real(n)) or True)
+    cpu_claims.run_grid(100, (1,), None, name)
+    assert launched == [True]
+    (row,) = [r for r in read_csv(out / "results.csv") if r["run"] == name]
+    assert row["precision"] == "32-true+bf16-mixed" and row["cpu"] == "A (epochs 1-3); B (epochs 4-20)"
+    assert not (out / "carry" / name).exists()
+
+
+def test_the_first_launch_on_another_machine_resumes_the_carried_checkpoint(monkeypatch, tmp_path):
+    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    name = "mabt-m2-d256-rule-f1-e20-s1"
+    point, _ = cpu_claims.find_point(name)
+    assert not cpu_claims.carry_in(name)  # nothing carried
+    carried = tmp_path / "carry" / name / "mabt" / "abc"
+    carried.mkdir(parents=True)
+    (carried / "x-ep=2-stopped.ckpt").write_bytes(b"weights")
+    assert cpu_claims.carry_in(name)
+    copy = tmp_path / "runs" / name / "mabt" / "abc" / "x-ep=2-stopped.ckpt"
+    assert copy.read_bytes() == b"weights"
+    assert f"+resume_from_checkpoint='{copy}'" in cpu_claims.overrides(point, 1)[1]
+
+
+def test_a_checkpoint_too_large_to_commit_is_not_carried(monkeypatch, tmp_path):
+    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
+    monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
+    monkeypatch.setattr(cpu_claims, "CARRY_MAX_MB", 1e-5)
+    monkeypatch.setattr("mvssl_plugin.runs.is_complete_checkpoint", lambda path: True)
+    folder = tmp_path / "runs" / "r" / "mabt" / "abc"
+    folder.mkdir(parents=True)
+    (folder / "ep=1.ckpt").write_bytes(b"x" * 100)
+    assert cpu_claims.carry_out("r") is None and not (tmp_path / "carry").exists()
+
+
+def test_a_runs_machines_are_named_with_their_epochs(monkeypatch):
+    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "here")
+    one = [{"epoch": "1", "cpu": "A"}, {"epoch": "2", "cpu": "A"}]
+    assert cpu_claims.machines(one) == "A"
+    assert cpu_claims.machines([{"epoch": "1"}, {"epoch": "2"}]) == "here"  # rows from before the column
+    two = one + [{"epoch": "3", "cpu": "B"}, {"epoch": "4", "cpu": "A"}]
+    assert cpu_claims.machines(two) == "A (epochs 1-2); B (epochs 3-3); A (epochs 4-4)"
 
 
 def rows(method, m, d, beta, fraction, epochs, accuracies):
