@@ -554,6 +554,8 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
         def on_train_epoch_end(self, trainer, pl_module) -> None:
             now = time.time()
             epoch = trainer.current_epoch + 1
+            if trainer.global_step < epoch * trainer.num_training_batches:
+                return  # a stop inside the epoch ends it early: no row, and the exit does not wait
             rows = [r for r in read_csv(CURVES) if not (r["run"] == name and int(r["epoch"]) >= epoch)]
             earlier = [r for r in rows if r["run"] == name]
             paused_before = sum(float(r["paused_seconds"]) for r in earlier)

@@ -132,6 +132,18 @@ def test_the_epoch_callback_puts_its_pauses_in_the_checkpoint_and_takes_them_bac
     assert resumed.pauses.so_far(resumed.pauses.start) == 1.0
 
 
+def test_a_stop_inside_an_epoch_writes_no_row_for_it(monkeypatch, tmp_path):
+    """Lightning ends the epoch early on a stop; the callback must not take it for a finished one
+    (a row for epoch 3 at step 781, and a minute of evaluation before the process exits)."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
+    callback = cpu_claims.epoch_eval_callback(cpu_claims.grid()[0], 1, None)
+    stopped = SimpleNamespace(current_epoch=2, global_step=781, num_training_batches=390)
+    callback.on_train_epoch_end(stopped, None)  # it would fail here if it evaluated: no loaders yet
+    assert not (tmp_path / "curves.csv").exists()
+
+
 def test_a_checkpoint_at_an_epochs_end_carries_no_pauses_into_the_next_epoch(tmp_path):
     log = tmp_path / "pauses.log"
     log.write_text("100 stop\n130 cont\n")
