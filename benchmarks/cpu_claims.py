@@ -779,7 +779,7 @@ def run_grid(
         if not (start_anyway or started_here or carried) and need is not None and need * 60 > left:
             print(
                 f"cpu_claims: {name} needs about {need:.0f} min, the budget has {left / 60:.0f} left: "
-                "not started (an unfinished run starts over on another machine; --start-anyway)"
+                "not started (a run too large to carry would start over on another machine; --start-anyway)"
             )
             return
         if shorter is not None:
