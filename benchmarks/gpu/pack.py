@@ -33,6 +33,28 @@ FORMAT = "mvssl-gpu-kit/1"
 MIB = 1 << 20
 
 
+#: what one device call may carry: the repository's tree plus the parts named in ``carry``
+CALL_MIB = 64.0
+
+
+def tree_mib(repo: Path = REPO) -> float:
+    """MiB of what a device call copies of the checkout: tracked files and untracked ones git
+    does not ignore (a committed benchmark checkpoint in ``benchmarks/results/*/carry/`` counts)."""
+    names = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    return sum((repo / n.decode()).stat().st_size for n in names if n and (repo / n.decode()).is_file()) / MIB
+
+
+def part_mib_for(tree: float) -> float:
+    """The part size at which two parts, the manifest and a ``tree``-MiB checkout fit in one call
+    (1 MiB spare), at most 30."""
+    return float(min(30, int((CALL_MIB - 1 - tree) // 2)))
+
+
 @dataclasses.dataclass(frozen=True)
 class Need:
     """One package the target may lack.
@@ -433,10 +455,16 @@ def main(argv: Optional[list] = None) -> None:
     parser.add_argument(
         "--with-dali", action="store_true", help="pack NVIDIA DALI too (about 0.5 GiB: the smoke list's DALI lines)"
     )
-    parser.add_argument("--part-mib", type=float, default=30.0)
+    parser.add_argument(
+        "--part-mib", type=float, default=None, help="default: two parts and the tree fit in a call (at most 30)"
+    )
     parser.add_argument("--out", type=Path, default=REPO / ".kit")
     args = parser.parse_args(argv)
 
+    if args.part_mib is None:
+        tree = tree_mib()
+        args.part_mib = part_mib_for(tree)
+        print(f"the repository's tree: {tree:.1f} MiB; parts of {args.part_mib:g} MiB, two per call")
     needed, notes = to_pack(NEEDED, parse_have(args.have))
     dali, dali_notes = to_pack(DALI_NEEDED, parse_have(args.have)) if args.with_dali else ([], [])
     notes += dali_notes

@@ -329,9 +329,10 @@ def test_solo_script_gives_solo_learn_scripts_the_plugin_as_installed(tmp_path: 
 
 
 @pytest.mark.slow
-def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_path: Path) -> None:
+def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_path: Path, monkeypatch) -> None:
     """The three pairs, shrunk to a CPU (width-8 backbone, d = 16, batch 8): a row each, its
     medians, their ratio and the verdict against the issue's target."""
+    monkeypatch.delenv("CIFAR10_DIR", raising=False)  # its main sets it: undone after the test
     data = tmp_path / "cifar"
     make_image_folder(data / "train", per_class=20)  # 7 batches of 8: 3 warm-up steps, 2 timed, 1 more
     tiny = ["accelerator=cpu", "precision=32", "backbone.name=narrow_resnet18", "+backbone.kwargs.width=8"]
@@ -372,3 +373,19 @@ def test_archives_sort_as_the_calls_were_made_and_none_replaces_another(tmp_path
     with tarfile.open(paths[2]) as tar:
         (member,) = [m for m in tar.getmembers() if m.name.endswith("runner.json")]
         assert json.loads(tar.extractfile(member).read())["call"] == 3
+
+
+def test_two_parts_and_the_checkout_fit_in_one_device_call(tmp_path):
+    """A device call carries the checkout too: a committed benchmark checkpoint (carry/, up to
+    16 MiB) leaves less room for the kit's parts, and the default part size shrinks with it."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("ignored.bin\n")
+    (tmp_path / "tracked.bin").write_bytes(b"x" * (3 << 20))
+    (tmp_path / "new.bin").write_bytes(b"x" * (1 << 20))  # untracked, not ignored: the device copies it
+    (tmp_path / "ignored.bin").write_bytes(b"x" * (40 << 20))
+    subprocess.run(["git", "-C", str(tmp_path), "add", "tracked.bin", ".gitignore"], check=True)
+    tree = pack.tree_mib(tmp_path)
+    assert 4.0 <= tree < 4.01
+    assert pack.part_mib_for(tree) == 29.0 and pack.part_mib_for(2.8) == 30.0
+    for tree in (2.8, 12.7, 19.0, 30.0):
+        assert 2 * pack.part_mib_for(tree) + tree <= pack.CALL_MIB - 1
