@@ -114,9 +114,11 @@ def test_an_epochs_pauses_before_a_stop_are_carried_by_the_checkpoint_into_its_r
     assert after.end(300) == 0
 
 
-def test_the_epoch_callback_puts_its_pauses_in_the_checkpoint_and_takes_them_back(tmp_path):
+def test_the_epoch_callback_puts_its_pauses_in_the_checkpoint_and_takes_them_back(monkeypatch, tmp_path):
     """Lightning saves a callback's ``state_dict`` in the checkpoint and hands it back on resume."""
     from types import SimpleNamespace
+
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
 
     log = tmp_path / "pauses.log"
     log.write_text(f"{1.0:f} stop\n{2.0:f} cont\n")  # long before now: inside an epoch begun at 0
@@ -138,6 +140,7 @@ def test_a_stop_inside_an_epoch_writes_no_row_for_it(monkeypatch, tmp_path):
     from types import SimpleNamespace
 
     monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
     callback = cpu_claims.epoch_eval_callback(cpu_claims.grid()[0], 1, None)
     stopped = SimpleNamespace(current_epoch=2, global_step=781, num_training_batches=390)
     callback.on_train_epoch_end(stopped, None)  # it would fail here if it evaluated: no loaders yet
