@@ -244,17 +244,25 @@ def prefix_run(point: Point, seed: int) -> Optional[Point]:
     return None
 
 
+def copy_run_folder(source: Path, target: Path) -> None:
+    """Makes ``target`` a copy of the run folder ``source`` (not its lock; nothing of a launch
+    there that had not checkpointed survives) and marks its newest checkpoint for the first
+    launch to resume (:func:`resume_overrides`)."""
+    from mvssl_plugin.runs import LOCK
+
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK))
+    newest = max(target.rglob("*.ckpt"), key=lambda c: c.stat().st_mtime)
+    (target / RESUME_FROM).write_text(f"{newest}\n")
+
+
 def extend_from(shorter: Point, point: Point, seed: int) -> None:
     """Starts ``point``'s run as a copy of ``shorter``'s: its folder (checkpoint, clocks, metrics)
     and its curve rows under the new name, and a marker naming the copied checkpoint, which the
     first launch resumes (:func:`resume_overrides`). The shorter run's own folder is left as it is."""
-    from mvssl_plugin.runs import LOCK, read_csv, write_csv
+    from mvssl_plugin.runs import read_csv, write_csv
 
-    source, target = OUT / "runs" / shorter.name(seed), OUT / "runs" / point.name(seed)
-    shutil.rmtree(target, ignore_errors=True)  # nothing of a launch that had not checkpointed
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK))
-    newest = max(target.rglob("*.ckpt"), key=lambda c: c.stat().st_mtime)
-    (target / RESUME_FROM).write_text(f"{newest}\n")
+    copy_run_folder(OUT / "runs" / shorter.name(seed), OUT / "runs" / point.name(seed))
     rows = [r for r in read_csv(CURVES) if r["run"] != point.name(seed)]
     copied = [{**r, "run": point.name(seed)} for r in rows if r["run"] == shorter.name(seed)]
     write_csv(CURVES, rows + copied)
@@ -295,10 +303,7 @@ def carry_in(name: str) -> bool:
     source = OUT / "carry" / name
     if not any(source.rglob("*.ckpt")):
         return False
-    target = OUT / "runs" / name
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(source, target)
-    (target / RESUME_FROM).write_text(f"{next(target.rglob('*.ckpt'))}\n")
+    copy_run_folder(source, OUT / "runs" / name)
     return True
 
 

@@ -326,9 +326,14 @@ def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str, step_times: Se
     plt.close(fig)
 
 
+def is_precision_check(run: str) -> bool:
+    """The 1-epoch bf16-against-fp32 runs, not points of the grid's claims."""
+    return "precision" in run or "-e1-" in run
+
+
 def precision_section(results: List[dict]) -> List[str]:
     """The 1-epoch check that bf16 (the CPU default where native) learns as fp32 does."""
-    runs = [r for r in results if "precision" in r["run"] or "-e1-" in r["run"]]
+    runs = [r for r in results if is_precision_check(r["run"])]
     lines = ["## bf16 against fp32: one epoch, m = 2, d = 256, the rule", ""]
     lines += ["| precision | seed | kNN | projector RankMe | training s |", "|---|---|---|---|---|"]
     for row in sorted(runs, key=lambda r: (r["precision"], r["seed"])):
@@ -352,7 +357,7 @@ def precision_section(results: List[dict]) -> List[str]:
 def mixed_precision_note(results: List[dict]) -> List[str]:
     """Which of the grid's runs ran in which precision, where they differ: a run's precision is
     its machine's (``auto``), and the grid continues on whatever CPU a session has."""
-    runs = [r for r in results if "-e1-" not in r["run"]]
+    runs = [r for r in results if not is_precision_check(r["run"])]
     by: Dict[str, List[str]] = defaultdict(list)
     for row in runs:
         by[f"{row.get('precision', '?')} ({row.get('cpu', '?')})"].append(row["run"])
