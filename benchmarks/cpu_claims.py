@@ -41,7 +41,7 @@ stop|cont``): the paused seconds inside an epoch are taken off its training seco
 before a stop inside it too (the checkpoint carries them into the resume).
 Wall-clock claims still come from step times measured side by side in one quiet run:
 ``--step-times`` times every distinct step of the grid (method, m, d, width), the settings
-alternating within each round (``benchmarks/bench_cpu_step.py``'s step clock), into
+alternating within each round (``benchmarks/step_clock.py``), into
 ``step_times.csv``; the report turns views-to-reach into seconds with them. Training
 seconds of runs that shared a machine are indicative only.
 
@@ -80,6 +80,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_claims_report import seconds_per_view  # noqa: E402
+from step_clock import cifar_root  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -219,13 +220,6 @@ def find_point(name: str) -> Tuple[Point, int]:
     raise SystemExit(f"{name}: not a run of the grid (see --list)")
 
 
-def cifar_root() -> Path:
-    root = Path(os.environ.get("CIFAR10_DIR", REPO.parent / "shared" / "data" / "cifar10"))
-    if not (root / "train").is_dir() or not (root / "test").is_dir():
-        raise SystemExit(f"no CIFAR-10 ImageFolder tree (train/, test/) at {root}: set CIFAR10_DIR")
-    return root
-
-
 #: in a run's folder: a checkpoint copied in (a finished shorter run's, or a carried one) that
 #: its first launch resumes
 RESUME_FROM = "resume_from.txt"
@@ -359,7 +353,7 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
 
 # ----------------------------------------------------------------------------- step times (wall-clock)
 
-#: settings the step-time measurement makes itself (``bench_cpu_step.run_setting``)
+#: settings the step-time measurement makes itself (``step_clock.run_setting``)
 _STEP_OWN = {
     "data.train_path",
     "data.val_path",
@@ -398,7 +392,7 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
     import warnings
 
     import torch
-    from bench_cpu_step import run_setting
+    from step_clock import run_setting
 
     from mvssl_plugin.config.hardware import cpu_precision
     from mvssl_plugin.runs import write_csv

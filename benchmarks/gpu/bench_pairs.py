@@ -9,7 +9,7 @@ both see the same machine, and the verdict is their ratio against the issue's ta
 | ``views`` | ``mabt`` m = 4, d = 256 | ``mabt`` m = 2, d = 256 | A at most 2.0x B |
 | ``data`` | ``mabt`` m = 4 with ``--format``'s loader | the same step on one fixed batch | A within 5% of B |
 
-A step is timed from one batch's start to the next (``bench_cpu_step.run_setting``: the whole
+A step is timed from one batch's start to the next (``step_clock.run_setting``: the whole
 step, the loader's wait included; on a GPU the host runs ahead of the kernels only until the
 loss is read back, once a step), over ``--steps`` steps after 3 warm-up steps, on all the
 training images (``--fraction``). The medians, their ratio and the verdict go to ``--csv``
@@ -63,7 +63,7 @@ def commit() -> str:
 
 def time_pair(name: str, common: List[str], fmt: str, steps: int, rounds: int, fraction: float, out: Path) -> dict:
     """Both settings of one pair, alternating within each round; the medians and the verdict."""
-    from bench_cpu_step import run_setting
+    from step_clock import run_setting
 
     recipe, a, b, fixed, target, check = PAIRS[name]
     a, b = a + [f"data.format={fmt}"] + common, b + [f"data.format={fmt}"] + common

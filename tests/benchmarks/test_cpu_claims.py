@@ -524,7 +524,7 @@ def test_every_step_of_the_grid_is_timed_once_with_its_own_setting(scale, monkey
 
 
 def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_path):
-    import bench_cpu_step
+    import step_clock
 
     calls = []
 
@@ -533,7 +533,7 @@ def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_
         calls.append(m)
         return [0.1 * m, 0.1 * m + 0.01 * len(calls), 0.1 * m]
 
-    monkeypatch.setattr(bench_cpu_step, "run_setting", fake_run_setting)
+    monkeypatch.setattr(step_clock, "run_setting", fake_run_setting)
     monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
     monkeypatch.setattr(cpu_claims, "STEP_TIMES", tmp_path / "step_times.csv")
     rows_ = cpu_claims.measure_step_times(rounds=2, steps=3)
