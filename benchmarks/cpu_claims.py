@@ -32,7 +32,8 @@ Adam's state; not the d = 2048 ones), and a machine without the run's folder res
 there; the finished row's ``cpu`` and ``precision`` then name each machine's epochs, and
 ``carry/<run>/`` is deleted. A larger one starts over elsewhere, so a call does not start a
 run that its budget cannot finish, by an estimate from the epochs already in ``curves.csv``
-(``--start-anyway`` starts it all the same); a run resumed here or carried always goes on.
+(this machine's own, where it has any: ``--list`` gives each run's minutes left here and their
+sum; ``--start-anyway`` starts it all the same); a run resumed here or carried always goes on.
 The budget counts minutes the harness was not paused.
 
 Pausing: other work on a small machine pauses the runs with SIGSTOP to the process group
@@ -712,22 +713,48 @@ class ActiveClock:
         return self.active
 
 
-def estimate_minutes(point: Point, curves: Sequence[dict], step_times: Sequence[dict] = ()) -> Optional[float]:
-    """Minutes a run of ``point`` takes here, training and per-epoch evaluation: training
-    seconds per view and evaluation seconds per epoch (the medians) from the last epoch of
-    every run in ``curves`` with the same width, method and d (any run of that width when
-    none has them; of any width when none has that width). A run of another setting is
-    scaled by the two steps' seconds per view in ``step_times`` where both are measured,
-    else by the width squared (the convolutions' work); None when ``curves`` holds no run."""
-    last: Dict[str, dict] = {}
+def run_spans(curves: Sequence[dict], machine: Optional[str] = None) -> List[Tuple[dict, dict]]:
+    """Per run, (the row before its span, its span's last row): its cumulative clocks' start
+    and end. The span is the whole run, or with ``machine`` the run's last epochs measured on
+    that machine (its ``cpu`` column); runs with no epoch there are left out."""
+    by_run: Dict[str, List[dict]] = {}
     for r in curves:
-        if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
-            last[r["run"]] = r
-    runs = list(last.values())
-    width = [r for r in runs if width_of(r["run"]) == point.width]
-    same = [r for r in width if r["method"] == point.method and int(r["d"]) == point.d]
-    rows = same or width or runs
-    if not rows:
+        by_run.setdefault(r["run"], []).append(r)
+    zero = {"train_seconds": "0", "views_seen": "0"}
+    spans = []
+    for rows in by_run.values():
+        rows.sort(key=lambda r: int(r["epoch"]))
+        if machine is not None:
+            here = [i for i, r in enumerate(rows) if r.get("cpu") == machine]
+            if not here:
+                continue
+            end = here[-1]
+            start = end
+            while start > 0 and rows[start - 1].get("cpu") == machine:
+                start -= 1
+            spans.append((rows[start - 1] if start else zero, rows[end]))
+        else:
+            spans.append((zero, rows[-1]))
+    return spans
+
+
+def estimate_minutes(
+    point: Point, curves: Sequence[dict], step_times: Sequence[dict] = (), machine: Optional[str] = None
+) -> Optional[float]:
+    """Minutes a run of ``point`` takes, training and per-epoch evaluation: training seconds
+    per view and evaluation seconds per epoch (the medians over runs) from the runs in
+    ``curves`` with the same width, method and d (any run of that width when none has them;
+    of any width when none has that width). With ``machine`` (``cpu_description()``), only the
+    epochs measured on that machine count, where it has any: an AVX2-only CPU in fp32 takes
+    about twice a bf16 CPU's time, and an estimate from the faster one would start runs the
+    slower cannot finish. A run of another setting is scaled by the two steps' seconds per
+    view in ``step_times`` where both are measured, else by the width squared (the
+    convolutions' work); None when ``curves`` holds no run."""
+    spans = (run_spans(curves, machine) if machine is not None else []) or run_spans(curves)
+    width = [s for s in spans if width_of(s[1]["run"]) == point.width]
+    same = [s for s in width if s[1]["method"] == point.method and int(s[1]["d"]) == point.d]
+    spans = same or width or spans
+    if not spans:
         return None
     mine = seconds_per_view(step_times, point.method, point.m, point.d, point.width)
 
@@ -742,10 +769,40 @@ def estimate_minutes(point: Point, curves: Sequence[dict], step_times: Sequence[
     def eval_factor(r: dict) -> float:  # the evaluation embeds the same images whatever m and d
         return factor(r) if width_of(r["run"]) != point.width else 1.0
 
-    per_view = sorted(factor(r) * float(r["train_seconds"]) / float(r["views_seen"]) for r in rows)[len(rows) // 2]
-    per_epoch_eval = sorted(eval_factor(r) * float(r["eval_seconds"] or 0) for r in rows)[len(rows) // 2]
+    def seconds_per_view_of(before: dict, last: dict) -> float:
+        seconds = float(last["train_seconds"]) - float(before["train_seconds"])
+        return seconds / (float(last["views_seen"]) - float(before["views_seen"]))
+
+    middle = len(spans) // 2
+    per_view = sorted(factor(last) * seconds_per_view_of(before, last) for before, last in spans)[middle]
+    per_epoch_eval = sorted(eval_factor(last) * float(last["eval_seconds"] or 0) for _, last in spans)[middle]
     views = point.epochs * point.m * point.fraction * 50_000
     return (views * per_view + point.epochs * per_epoch_eval) / 60
+
+
+@dataclass(frozen=True)
+class HeadStart:
+    """How far a run of the grid is on this machine before its next launch."""
+
+    here: bool  # its checkpoint is in runs/: it resumes
+    carried: bool  # its checkpoint is only in carry/ (another machine's, committed)
+    shorter: Optional[Point]  # else a finished shorter run of its setting it goes on from
+    done: int  # epochs already trained
+
+
+def head_start(point: Point, seed: int) -> HeadStart:
+    name = point.name(seed)
+    here = any((OUT / "runs" / name).rglob("*.ckpt"))
+    carried = not here and any((OUT / "carry" / name).rglob("*.ckpt"))
+    shorter = None if here or carried else prefix_run(point, seed)
+    done = shorter.epochs if shorter is not None else epochs_done(name) if here or carried else 0
+    return HeadStart(here, carried, shorter, done)
+
+
+def minutes_left(point: Point, start: HeadStart, curves: Sequence[dict], step_times: Sequence[dict]) -> Optional[float]:
+    """This machine's estimate for the epochs ``point`` has left after ``start``."""
+    need = estimate_minutes(point, curves, step_times, cpu_description())
+    return None if need is None else need * (point.epochs - start.done) / point.epochs
 
 
 def run_grid(
@@ -768,13 +825,9 @@ def run_grid(
         if left < 60:
             print(f"cpu_claims: budget spent; next: {name}")
             return
-        started_here = any((OUT / "runs" / name).rglob("*.ckpt"))
-        carried = not started_here and any((OUT / "carry" / name).rglob("*.ckpt"))
-        shorter = None if started_here or carried else prefix_run(point, seed)
-        need = estimate_minutes(point, read_csv(CURVES), read_csv(STEP_TIMES))
-        done = shorter.epochs if shorter is not None else epochs_done(name) if carried else 0
-        if need is not None:  # only the epochs past the shorter run's, or the carried ones
-            need *= (point.epochs - done) / point.epochs
+        start = head_start(point, seed)
+        started_here, carried, shorter = start.here, start.carried, start.shorter
+        need = minutes_left(point, start, read_csv(CURVES), read_csv(STEP_TIMES))
         if not (start_anyway or started_here or carried) and need is not None and need * 60 > left:
             print(
                 f"cpu_claims: {name} needs about {need:.0f} min, the budget has {left / 60:.0f} left: "
@@ -785,7 +838,10 @@ def run_grid(
             extend_from(shorter, point, seed)
             print(f"cpu_claims: {name} goes on from {shorter.name(seed)} (epoch {shorter.epochs})", flush=True)
         elif carried and carry_in(name):
-            print(f"cpu_claims: {name} goes on from its carried checkpoint ({done} epochs in curves.csv)", flush=True)
+            print(
+                f"cpu_claims: {name} goes on from its carried checkpoint ({start.done} epochs in curves.csv)",
+                flush=True,
+            )
         command = [sys.executable, __file__, "--run", name, "--scale", SCALE.name, "--results", str(OUT)]
         if pause_log is not None:
             command += ["--pause-log", str(pause_log)]
@@ -840,15 +896,20 @@ def report(out: Path, readme: Optional[Path] = None) -> Path:
 def list_grid(seeds: Sequence[int]) -> None:
     from mvssl_plugin.runs import read_csv
 
-    curves = read_csv(CURVES)
-    print("| run | parts | status | last kNN |")
-    print("|---|---|---|---|")
+    curves, step_times = read_csv(CURVES), read_csv(STEP_TIMES)
+    print("| run | parts | status | last kNN | min left here |")
+    print("|---|---|---|---|---|")
+    total = 0.0
     for point, seed in schedule(seeds):
         name = point.name(seed)
         rows = [r for r in curves if r["run"] == name]
         last = max(rows, key=lambda r: int(r["epoch"])) if rows else None
         status = "done" if finished(name) else (f"epoch {last['epoch']}/{point.epochs}" if last else "to do")
-        print(f"| {name} | {', '.join(point.parts)} | {status} | {last['knn_backbone'] if last else '-'} |")
+        left = None if finished(name) else minutes_left(point, head_start(point, seed), curves, step_times)
+        total += left or 0.0
+        minutes = "-" if left is None else f"{left:.0f}"
+        print(f"| {name} | {', '.join(point.parts)} | {status} | {last['knn_backbone'] if last else '-'} | {minutes} |")
+    print(f"\nabout {total / 60:.1f} h left here ({cpu_description()}), by this machine's epochs where it has any")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -406,6 +406,53 @@ def test_the_width_check_is_the_baselines_setting_at_twice_the_width(monkeypatch
     assert "backbone.kwargs.width=16" in cpu_claims.overrides(baseline, 1)[1]
 
 
+def curve_row(run, epoch, views, seconds, cpu, eval_seconds=30):
+    return {"run": run, "method": "mabt", "m": "2", "d": "256", "epoch": str(epoch), "views_seen": str(views),
+            "train_seconds": str(seconds), "eval_seconds": str(eval_seconds), "cpu": cpu}  # fmt: skip
+
+
+def test_a_run_is_estimated_from_this_machines_own_epochs_where_it_has_any():
+    """A fast machine's epochs (1 ms a view) would promise the slow one (2 ms) half its real time;
+    a carried run's clocks are cumulative, so only the slow machine's own epochs count."""
+    curves = [
+        curve_row("fast", 1, 100_000, 100, "F"),
+        curve_row("fast", 2, 200_000, 200, "F"),
+        curve_row("carried", 1, 100_000, 100, "F"),
+        curve_row("carried", 2, 200_000, 300, "S", eval_seconds=60),  # its second epoch: on S, 2 ms a view
+        curve_row("carried", 3, 300_000, 500, "S", eval_seconds=60),
+    ]
+    point = cpu_claims.Point("mabt", 2, 256, "rule", 1.0, 10, ("projector",), True)
+    slow = cpu_claims.estimate_minutes(point, curves, machine="S")
+    assert slow == pytest.approx((1_000_000 * 2e-3 + 10 * 60) / 60)
+    fast = cpu_claims.estimate_minutes(point, curves, machine="F")  # the fast run, and the carried run's epoch 1
+    assert fast == pytest.approx((1_000_000 * 1e-3 + 10 * 30) / 60)
+    anywhere = cpu_claims.estimate_minutes(point, curves, machine="new")  # no epoch here: every run, whole
+    assert anywhere == pytest.approx((1_000_000 * 500 / 300_000 + 10 * 60) / 60)  # the upper median of 1 and 1.67 ms
+
+
+@pytest.mark.parametrize("scale", ["cpu"], indirect=True)
+def test_the_list_gives_each_unfinished_runs_minutes_left_here_and_their_sum(scale, monkeypatch, capsys):
+    from mvssl_plugin.runs import write_csv
+
+    name = "mabt-m2-d256-rule-f1-e20-s1"
+    point, _ = cpu_claims.find_point(name)
+    assert point.epochs == 20 and point.m == 2
+    rows = [curve_row(name, e, e * 100_000, e * 200, "S", eval_seconds=60) | {"knn_backbone": "40.0"} for e in (1, 2)]
+    cpu_claims.OUT.mkdir(parents=True)
+    write_csv(cpu_claims.CURVES, rows)
+    checkpoint = cpu_claims.OUT / "runs" / name / "mabt" / "x" / "ep=2.ckpt"
+    checkpoint.parent.mkdir(parents=True)
+    checkpoint.write_bytes(b"weights")
+    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "S")
+    cpu_claims.list_grid([1])
+    out = capsys.readouterr().out
+    (line,) = [row for row in out.splitlines() if row.startswith(f"| {name} |")]
+    assert line.endswith("| epoch 2/20 | 40.0 | 78 |")  # 18 epochs x (100,000 views x 2 ms + 60 s)
+    total = float(out.rsplit("about ", 1)[1].split(" h left here (S)")[0])
+    listed = [float(row.rsplit("|", 2)[1]) for row in out.splitlines() if row.startswith("| ") and "to do" in row]
+    assert total == pytest.approx((78 + sum(listed)) / 60, abs=0.05) and len(listed) > 10
+
+
 def test_a_wider_run_is_estimated_from_the_narrow_ones_by_its_width_squared():
     narrow = [{"run": "a", "method": "mabt", "d": "2048", "epoch": "1", "views_seen": "100000",
                "train_seconds": "100", "eval_seconds": "30"}]  # fmt: skip
