@@ -8,7 +8,7 @@ import shutil
 import sys
 
 import pytest
-from helpers import REPO
+from helpers import REPO, make_image_folder
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cpu_claims  # noqa: E402
@@ -254,6 +254,54 @@ def test_a_run_stopped_by_the_budget_is_carried_to_another_machine_and_finishes_
     (row,) = [r for r in read_csv(out / "results.csv") if r["run"] == name]
     assert row["precision"] == "32-true+bf16-mixed" and row["cpu"] == "A (epochs 1-3); B (epochs 4-20)"
     assert not (out / "carry" / name).exists()
+
+
+@pytest.mark.parametrize("scale", ["cpu"], indirect=True)
+def test_a_run_the_budget_cannot_finish_is_skipped_if_too_large_to_carry_and_started_if_not(
+    scale, monkeypatch, tmp_path, capsys
+):
+    """On a slow machine a d = 2048 run (about 108 MiB with Adam's state) would start over elsewhere:
+    the call goes on to the next run, which a cut carries (about 10 MiB)."""
+    big, _ = cpu_claims.find_point("mabt-m2-d2048-rule-f1-e20-s1")
+    small, _ = cpu_claims.find_point("mabt-m2-d64-fixed-f1-e20-s1")
+    make_image_folder(tmp_path / "train", per_class=2)  # the recipe checks its data; the model needs none
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    assert cpu_claims.checkpoint_mib(big) > cpu_claims.CARRY_MAX_MB > cpu_claims.checkpoint_mib(small)
+    monkeypatch.setattr(cpu_claims, "schedule", lambda seeds: [(big, 1), (small, 1)])
+    monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: 100.0)
+    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "S")
+    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")
+    monkeypatch.setattr(cpu_claims.time, "sleep", lambda s: None)
+    reads = iter([0.0, 0.0, 1e9])  # each run's look at the budget (10 min left), then spent
+
+    class Clock:
+        def read(self):
+            return next(reads)
+
+    launched, carried = [], []
+
+    class Child:
+        def __init__(self, command, **kwargs):
+            launched.append(command[command.index("--run") + 1])
+            self.returncode = None
+
+        def poll(self):
+            return self.returncode
+
+        def send_signal(self, sig):
+            self.returncode = -sig
+
+        def wait(self, *args):
+            return self.returncode
+
+    monkeypatch.setattr(cpu_claims, "ActiveClock", Clock)
+    monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
+    monkeypatch.setattr(cpu_claims, "carry_out", carried.append)
+    cpu_claims.run_grid(10, (1,), None, None)
+    assert launched == carried == [small.name(1)]
+    said = capsys.readouterr().out
+    assert f"{big.name(1)} needs about 100 min, the budget has 10 left, and its checkpoint (about 108 MiB)" in said
+    assert f"{small.name(1)} needs about 100 min: it starts, and is carried when the budget ends" in said
 
 
 def test_the_first_launch_on_another_machine_resumes_the_carried_checkpoint(monkeypatch, tmp_path):
