@@ -941,7 +941,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--only", help="only runs whose name contains this")
-    parser.add_argument("--start-anyway", action="store_true", help="start a run the budget may not finish")
+    parser.add_argument(
+        "--start-anyway", action="store_true", help="start a run the budget may not finish, even one too large to carry"
+    )
     parser.add_argument("--list", action="store_true", help="the grid and its status")
     parser.add_argument("--report", action="store_true", help="summary.md and plots from the CSVs")
     parser.add_argument(
