@@ -893,7 +893,7 @@ def run_grid(
         row = record_result(point, seed)
         shutil.rmtree(OUT / "carry" / name, ignore_errors=True)  # done: the commit drops its carry
         print(f"cpu_claims: {name} done: kNN {row['knn_backbone']}% after {row['epochs']} epochs", flush=True)
-    print("cpu_claims: the grid is complete")
+    print("cpu_claims: the grid is complete" if only is None else f"cpu_claims: every run with {only!r} is done")
 
 
 def report(out: Path, readme: Optional[Path] = None) -> Path:

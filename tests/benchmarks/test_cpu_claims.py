@@ -182,7 +182,9 @@ def scale(request, tmp_path):
 
 
 @pytest.mark.parametrize("scale", ["cpu"], indirect=True)
-def test_a_run_stopped_by_the_budget_is_carried_to_another_machine_and_finishes_there(scale, monkeypatch, tmp_path):
+def test_a_run_stopped_by_the_budget_is_carried_to_another_machine_and_finishes_there(
+    scale, monkeypatch, tmp_path, capsys
+):
     """Machine A stops the run at its budget and copies its checkpoint into carry/ (committed);
     machine B, without the run's folder, resumes that checkpoint, and the finished row says which
     machine and precision ran which epochs; the carry goes once the run is done."""
@@ -251,6 +253,7 @@ def test_a_run_stopped_by_the_budget_is_carried_to_another_machine_and_finishes_
     monkeypatch.setattr(cpu_claims, "carry_in", lambda n, real=cpu_claims.carry_in: launched.append(real(n)) or True)
     cpu_claims.run_grid(100, (1,), None, name)
     assert launched == [True]
+    assert capsys.readouterr().out.endswith(f"cpu_claims: every run with {name!r} is done\n")  # not "the grid"
     (row,) = [r for r in read_csv(out / "results.csv") if r["run"] == name]
     assert row["precision"] == "32-true+bf16-mixed" and row["cpu"] == "A (epochs 1-3); B (epochs 4-20)"
     assert not (out / "carry" / name).exists()
