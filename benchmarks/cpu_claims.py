@@ -270,13 +270,19 @@ def checkpoint_mib(point: Point) -> float:
     rest (at m = 2, d = 256: 10.44 MiB predicted, 10.05 measured; d = 2048: 107.7)."""
     import contextlib
     import io
+    import logging
 
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.train.pretrain import build_pretrain_model
 
     recipe, extra = overrides(point, 1)
-    with contextlib.redirect_stdout(io.StringIO()):
-        _, model = build_pretrain_model(compose_recipe(recipe, "pretrain", extra))
+    before = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # solo-learn's warnings about training, which this does not do
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            _, model = build_pretrain_model(compose_recipe(recipe, "pretrain", extra))
+    finally:
+        logging.disable(before)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
     return (12 * trainable + buffers) / 2**20 + 0.5
