@@ -775,7 +775,7 @@ def estimate_minutes(
     slower cannot finish. A run of another setting is scaled by the two steps' seconds per
     view in ``step_times`` where both are measured, else by the width squared (the
     convolutions' work); None when ``curves`` holds no run."""
-    spans = (run_spans(curves, machine) if machine is not None else []) or run_spans(curves)
+    spans = run_spans(curves, machine) or run_spans(curves)
     width = [s for s in spans if width_of(s[1]["run"]) == point.width]
     same = [s for s in width if s[1]["method"] == point.method and int(s[1]["d"]) == point.d]
     spans = same or width or spans
@@ -824,9 +824,11 @@ def head_start(point: Point, seed: int) -> HeadStart:
     return HeadStart(here, carried, shorter, done)
 
 
-def minutes_left(point: Point, start: HeadStart, curves: Sequence[dict], step_times: Sequence[dict]) -> Optional[float]:
-    """This machine's estimate for the epochs ``point`` has left after ``start``."""
-    need = estimate_minutes(point, curves, step_times, cpu_description())
+def minutes_left(
+    point: Point, start: HeadStart, curves: Sequence[dict], step_times: Sequence[dict], machine: str
+) -> Optional[float]:
+    """``machine``'s estimate for the epochs ``point`` has left after ``start``."""
+    need = estimate_minutes(point, curves, step_times, machine)
     return None if need is None else need * (point.epochs - start.done) / point.epochs
 
 
@@ -841,6 +843,7 @@ def run_grid(
 
     clock = ActiveClock()
     budget = budget_min * 60
+    machine = cpu_description()
     (OUT / "logs").mkdir(parents=True, exist_ok=True)
     for point, seed in schedule(seeds):
         name = point.name(seed)
@@ -852,7 +855,7 @@ def run_grid(
             return
         start = head_start(point, seed)
         started_here, carried, shorter = start.here, start.carried, start.shorter
-        need = minutes_left(point, start, read_csv(CURVES), read_csv(STEP_TIMES))
+        need = minutes_left(point, start, read_csv(CURVES), read_csv(STEP_TIMES), machine)
         if not (start_anyway or started_here or carried) and need is not None and need * 60 > left:
             size = checkpoint_mib(point)
             if size > CARRY_MAX_MB:
@@ -926,7 +929,7 @@ def report(out: Path, readme: Optional[Path] = None) -> Path:
 def list_grid(seeds: Sequence[int]) -> None:
     from mvssl_plugin.runs import read_csv
 
-    curves, step_times = read_csv(CURVES), read_csv(STEP_TIMES)
+    curves, step_times, machine = read_csv(CURVES), read_csv(STEP_TIMES), cpu_description()
     print("| run | parts | status | last kNN | min left here |")
     print("|---|---|---|---|---|")
     total = 0.0
@@ -934,12 +937,13 @@ def list_grid(seeds: Sequence[int]) -> None:
         name = point.name(seed)
         rows = [r for r in curves if r["run"] == name]
         last = max(rows, key=lambda r: int(r["epoch"])) if rows else None
-        status = "done" if finished(name) else (f"epoch {last['epoch']}/{point.epochs}" if last else "to do")
-        left = None if finished(name) else minutes_left(point, head_start(point, seed), curves, step_times)
+        done = finished(name)
+        status = "done" if done else (f"epoch {last['epoch']}/{point.epochs}" if last else "to do")
+        left = None if done else minutes_left(point, head_start(point, seed), curves, step_times, machine)
         total += left or 0.0
         minutes = "-" if left is None else f"{left:.0f}"
         print(f"| {name} | {', '.join(point.parts)} | {status} | {last['knn_backbone'] if last else '-'} | {minutes} |")
-    print(f"\nabout {total / 60:.1f} h left here ({cpu_description()}), by this machine's epochs where it has any")
+    print(f"\nabout {total / 60:.1f} h left here ({machine}), by this machine's epochs where it has any")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
