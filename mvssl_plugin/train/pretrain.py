@@ -51,7 +51,8 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
 
 def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
     """Pretrains the method a composed Hydra config names; returns the fitted Trainer.
-    ``extra_callbacks``: Lightning callbacks to add (benchmarks' per-epoch evaluations)."""
+    ``extra_callbacks``: Lightning callbacks to add (benchmarks' per-epoch evaluations); their
+    epoch ends run before the epoch's checkpoint is written."""
     from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts, steps_per_process

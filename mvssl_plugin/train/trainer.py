@@ -143,6 +143,9 @@ def build_trainer(
         callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets, clock=run_log))
     if select(cfg, "effective_rank.enabled", False):
         callbacks.append(EffectiveRank(cfg.effective_rank.num_samples))
+    # the caller's epoch work (a benchmark's evaluation row) ends before the epoch's checkpoint
+    # too: a crash in it then costs the epoch again on resume, not its row forever
+    callbacks += list(extra_callbacks)
     checkpointer = None
     if cfg.checkpoint.enabled:
         checkpointer = AtomicCheckpointer(
@@ -154,7 +157,6 @@ def build_trainer(
         )
         callbacks.append(checkpointer)
     callbacks.append(GracefulStop(checkpointer, run_log))
-    callbacks += list(extra_callbacks)
     if cfg.wandb.enabled:
         logger = WandbLogger(
             name=cfg.name,

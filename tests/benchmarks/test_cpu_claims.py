@@ -152,7 +152,7 @@ def test_a_checkpoint_at_an_epochs_end_carries_no_pauses_into_the_next_epoch(tmp
     log.write_text("100 stop\n130 cont\n")
     pauses = cpu_claims.EpochPauses(log)
     pauses.begin(3, 90)
-    state = pauses.state(150)  # saved before the evaluation's epoch end
+    state = pauses.state(150)  # a checkpoint inside the epoch, or at its end before the row
     resumed = cpu_claims.EpochPauses(log)
     resumed.load(state)
     resumed.begin(4, 400)
