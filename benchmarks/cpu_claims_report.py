@@ -125,17 +125,20 @@ Reach = Tuple[float, float, Optional[float]]  # views, x the baseline's views, x
 
 def time_to_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -> Optional[Reach]:
     """(views, x the baseline's views, x the baseline's time or None) at which ``key`` first
-    reaches the baseline's final kNN; time at the step rates of ``step_times.csv``. None
+    reaches the baseline's final kNN (the mean over its seeds); time at the step rates of
+    ``step_times.csv``. The baseline's own cost is its whole run: it reaches its final kNN at
+    its end (a seed below the mean never reaches the mean, so its curve cannot say). None
     while the baseline has not finished or ``key`` has not reached it."""
     target, _, _ = grid.accuracy(base)
     if target is None:
         return None
-    mine, got = grid.reach(base, target), grid.reach(key, target)
-    if mine is None or got is None:
+    base_views = statistics.mean(float(r["views_seen"]) for r in grid.final[base])
+    got = (base_views, 0.0) if key == base else grid.reach(key, target)
+    if got is None:
         return None
     rate, base_rate = seconds_per_view(step_times, *key[:3]), seconds_per_view(step_times, *base[:3])
-    time_x = got[0] * rate / (mine[0] * base_rate) if rate is not None and base_rate is not None else None
-    return got[0], got[0] / mine[0], time_x
+    time_x = got[0] * rate / (base_views * base_rate) if rate is not None and base_rate is not None else None
+    return got[0], got[0] / base_views, time_x
 
 
 def short_of_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -> str:
@@ -149,7 +152,7 @@ def short_of_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict
     spent = f"{views / base_views:.2f}x the baseline's views"
     if rate is not None and base_rate is not None:
         spent += f", {views * rate / (base_views * base_rate):.2f}x its time"
-    where = f"ends at {final:.1f}% ({target - final:.1f} below the baseline's {target:.1f}%) after {spent}"
+    where = f"ends at {final:.1f}% ({final - target:+.1f} against the baseline's {target:.1f}%) after {spent}"
     if seeds < 2 or base_seeds < 2:
         return f"inconclusive so far: {where}; one seed on a side"
     noise = max(spread or 0.0, base_spread or 0.0)

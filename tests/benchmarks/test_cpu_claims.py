@@ -564,6 +564,20 @@ def test_time_to_the_baseline_comes_from_the_measured_step_rates():
     assert any("0.90x the baseline's; time not measured" in line for line in lines)
 
 
+def test_the_baselines_time_is_its_whole_run_when_a_seed_ends_below_the_seeds_mean():
+    """Seed 1 of the baseline ends at 50%, seed 2 at 52%: the target is their mean, 51%, which
+    seed 1's curve never reaches; the baseline's cost is still its whole run (2M views), and
+    4 views that reach 51% at epoch 9 (1.8M views) are ahead of it, not short."""
+    base, four = ("mabt", 2, 2048, "fixed", 1.0, 20), ("mabt", 4, 256, "rule", 1.0, 10)
+    grid = grid_of((*base, (50.0, 52.0)), (*four, (60.0,)))
+    steps = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], steps)
+    assert "| mabt m=2 d=2048 fixed | 2,000,000 | 1.00 | 1,562 | 1.00 |" in lines
+    assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,055 | 0.68 |" in lines
+    verdict = "- mabt m=4 d=256 rule: holds so far: 0.68x the baseline's time, 0.90x its views (1 seed; the baseline 2)"
+    assert verdict in lines
+
+
 def test_a_setting_short_of_the_baseline_fails_the_claim_only_beyond_the_seeds_spread():
     base, four = ("mabt", 2, 2048, "fixed", 1.0, 20), ("mabt", 4, 256, "rule", 1.0, 10)
     steps = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]  # 4 views: 0.75x per view
@@ -571,19 +585,19 @@ def test_a_setting_short_of_the_baseline_fails_the_claim_only_beyond_the_seeds_s
         (
             (50.0,),
             (40.0,),
-            "inconclusive so far: ends at 40.0% (10.0 below the baseline's 50.0%) after 1.00x the "
+            "inconclusive so far: ends at 40.0% (-10.0 against the baseline's 50.0%) after 1.00x the "
             "baseline's views, 0.75x its time; one seed on a side",
         ),
         (
             (50.0, 51.0),
             (40.0, 41.0),
-            "does not hold: ends at 40.5% (10.0 below the baseline's 50.5%) after 1.00x "
+            "does not hold: ends at 40.5% (-10.0 against the baseline's 50.5%) after 1.00x "
             "the baseline's views, 0.75x its time, seeds' spread 1.0",
         ),
         (
             (50.0, 51.0),
             (49.0, 50.4),
-            "inconclusive: ends at 49.7% (0.8 below the baseline's 50.5%) after 1.00x "
+            "inconclusive: ends at 49.7% (-0.8 against the baseline's 50.5%) after 1.00x "
             "the baseline's views, 0.75x its time, within the seeds' spread of 1.4",
         ),
     ]
