@@ -841,6 +841,9 @@ def run_grid(
 ) -> None:
     from mvssl_plugin.runs import read_csv
 
+    # a harness started in the background by a non-interactive shell inherits SIGINT ignored,
+    # and Python then raises no KeyboardInterrupt: the child would stop alone and not be carried
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     clock = ActiveClock()
     budget = budget_min * 60
     machine = cpu_description()

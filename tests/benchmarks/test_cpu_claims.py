@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 
 import pytest
@@ -769,6 +770,7 @@ def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed
 
         def __init__(self, command, **kwargs):
             self.command, self.returncode = command, None
+            Child.handler = signal.getsignal(signal.SIGINT)
 
         def poll(self):
             raise KeyboardInterrupt  # the SIGINT reaches the harness while it waits on the child
@@ -780,9 +782,15 @@ def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed
     monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")  # subprocess.run builds on Popen
     monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
     monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: None)
-    with pytest.raises(SystemExit) as stopped:
-        cpu_claims.run_grid(100, (1,), None, None)
+    # started from a background shell, which leaves SIGINT ignored: the harness takes it back
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            cpu_claims.run_grid(100, (1,), None, None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert stopped.value.code == 130 and Child.waited
+    assert Child.handler is signal.default_int_handler
     first = cpu_claims.grid()[0].name(1)
     log = (tmp_path / "gpu_claims" / "logs" / f"{first}.log").read_text()
     assert f"--run {first} --scale gpu --results {(tmp_path / 'gpu_claims').resolve()}" in log
