@@ -55,6 +55,10 @@ class Grid:
             return None, None, 0
         return statistics.mean(values), (max(values) - min(values) if len(values) > 1 else None), len(values)
 
+    def views(self, key: Key) -> float:
+        """Mean views processed by the finished runs of ``key``."""
+        return statistics.mean(float(r["views_seen"]) for r in self.final[key])
+
     def unfinished(self, key: Key) -> List[Tuple[int, int, float]]:
         """(seed, last epoch, its kNN) of each seed whose run has not finished yet."""
         done = {int(r["seed"]) for r in self.final.get(key, [])}
@@ -132,13 +136,17 @@ def time_to_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]
     target, _, _ = grid.accuracy(base)
     if target is None:
         return None
-    base_views = statistics.mean(float(r["views_seen"]) for r in grid.final[base])
-    got = (base_views, 0.0) if key == base else grid.reach(key, target)
-    if got is None:
-        return None
+    base_views = grid.views(base)
+    if key == base:
+        views = base_views
+    else:
+        got = grid.reach(key, target)
+        if got is None:
+            return None
+        views = got[0]
     rate, base_rate = seconds_per_view(step_times, *key[:3]), seconds_per_view(step_times, *base[:3])
-    time_x = got[0] * rate / (base_views * base_rate) if rate is not None and base_rate is not None else None
-    return got[0], got[0] / base_views, time_x
+    time_x = views * rate / (base_views * base_rate) if rate is not None and base_rate is not None else None
+    return views, views / base_views, time_x
 
 
 def short_of_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -> str:
@@ -146,8 +154,7 @@ def short_of_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict
     not hold only if it ends below it by more than the seeds' spread (2 seeds a side)."""
     target, base_spread, base_seeds = grid.accuracy(base)
     final, spread, seeds = grid.accuracy(key)
-    views = statistics.mean(float(r["views_seen"]) for r in grid.final[key])
-    base_views = statistics.mean(float(r["views_seen"]) for r in grid.final[base])
+    views, base_views = grid.views(key), grid.views(base)
     rate, base_rate = seconds_per_view(step_times, *key[:3]), seconds_per_view(step_times, *base[:3])
     spent = f"{views / base_views:.2f}x the baseline's views"
     if rate is not None and base_rate is not None:
