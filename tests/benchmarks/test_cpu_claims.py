@@ -779,7 +779,9 @@ def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed
             Child.waited, self.returncode = True, 130
             return 130
 
-    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")  # subprocess.run builds on Popen
+    # both would start processes (git; torch's first import asks ldconfig) through the fake Popen
+    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")
+    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "G")
     monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
     monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: None)
     # started from a background shell, which leaves SIGINT ignored: the harness takes it back
