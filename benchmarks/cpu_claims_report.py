@@ -102,7 +102,9 @@ def verdict(grid: Grid, better: Key, worse: Key, claim: str, matches: bool = Fal
     a, sa, na = grid.accuracy(better)
     b, sb, nb = grid.accuracy(worse)
     if a is None or b is None:
-        return f"inconclusive: {_label(better if a is None else worse)} has not finished"
+        missing = better if a is None else worse
+        state = "has not finished" if grid.unfinished(missing) else "has not run yet"
+        return f"inconclusive: {_label(missing)} {state}"
     gap = a - b
     if na < 2 or nb < 2:
         return f"inconclusive so far: {gap:+.1f} points with one seed on a side ({claim})"
