@@ -448,6 +448,17 @@ def parse_runs(text: str) -> list:
     return runs
 
 
+def skip_runs(runs: list, skip: list) -> list:
+    """``runs`` without the named ones (a lease too short for them, a target without DALI); unknown names fail."""
+    names = {name for name, _ in runs}
+    unknown = sorted(set(skip) - names)
+    if unknown:
+        raise SystemExit(f"--skip: no run named {unknown} in the runs file (it has {sorted(names)})")
+    if skip:
+        say(f"skipped by --skip: {', '.join(skip)}")
+    return [(name, tokens) for name, tokens in runs if name not in skip]
+
+
 def override_key(token: str) -> Optional[str]:
     """``+backbone.kwargs.width=4`` -> ``backbone.kwargs.width``; None for flags and positional words."""
     if token.startswith("-") or "=" not in token:
@@ -730,6 +741,9 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--reserve-s", type=float, help="kept for the archive at the end (default 15; dry run 5)")
     parser.add_argument("--min-run-s", type=float, help="start no run with less time than this (default 60; dry run 5)")
     parser.add_argument("--skip-env-check", action="store_true", help="skip importing the runs' packages first")
+    parser.add_argument(
+        "--skip", nargs="+", default=[], metavar="NAME", help="leave these runs of the file out of this call"
+    )
     parser.add_argument("--retry-failed", action="store_true", help="run again runs that failed in an earlier call")
     parser.add_argument("--dry-run", action="store_true", help="on this CPU: tiny kit, tiny runs")
     parser.add_argument(
@@ -785,6 +799,7 @@ def main(argv: Optional[list] = None) -> int:
                 say("imports fail with the kit's PYTHONPATH: no run started (see runner.json env)")
             else:
                 runs = [(n, merge(t, dry_overrides(t, args.dry_run) + extra)) for n, t in parse_runs(runs_text)]
+                runs = skip_runs(runs, args.skip)
                 run_all(runs, prefix, str(prefix / "data" / data_item["root"]) if data_item else None, args, report)
     except Budget:
         say("SIGTERM: writing what there is")

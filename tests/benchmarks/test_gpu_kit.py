@@ -165,6 +165,10 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
     assert runner.merge(["b.c=1", "k=2"], ["+b.c=9"]) == ["+b.c=9", "k=2"]
     with pytest.raises(SystemExit):
         runner.parse_runs("a: x\na: y\n")
+    three = runner.parse_runs("a: x\nb: y\nc: z\n")
+    assert [n for n, _ in runner.skip_runs(three, ["b"])] == ["a", "c"]
+    with pytest.raises(SystemExit, match="no run named"):  # a typo must not run the whole list
+        runner.skip_runs(three, ["dali"])
     for path in sorted((KIT / "runs").glob("*.txt")):
         parsed = runner.parse_runs(path.read_text())
         assert parsed, path
