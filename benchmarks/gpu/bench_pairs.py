@@ -68,10 +68,11 @@ def time_pair(name: str, common: List[str], fmt: str, steps: int, rounds: int, f
     recipe, a, b, fixed, target, check = PAIRS[name]
     a, b = a + [f"data.format={fmt}"] + common, b + [f"data.format={fmt}"] + common
     times: Dict[str, List[float]] = {"a": [], "b": []}
+    start = time.perf_counter()
     for round_ in range(rounds):
         times["a"] += run_setting(a, steps, out, False, recipe=recipe, fraction=fraction)
         times["b"] += run_setting(b, steps, out, False, recipe=recipe, fraction=fraction, fixed_batch=fixed)
-        print(f"bench_pairs: {name}, round {round_ + 1}/{rounds}", flush=True)
+        print(f"bench_pairs: {name}, round {round_ + 1}/{rounds} ({time.perf_counter() - start:.0f} s)", flush=True)
     step_a, step_b = statistics.median(times["a"]), statistics.median(times["b"])
     ratio = step_a / step_b
     return {
@@ -118,19 +119,24 @@ def main(argv: Optional[List[str]] = None) -> None:
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     out = Path(tempfile.mkdtemp())
-    rows = [time_pair(n, args.set, args.format, args.steps, args.rounds, args.fraction, out) for n in args.pairs]
-    print("| pair | A s / step | B s / step | A / B | target | verdict |\n|---|---|---|---|---|---|")
-    for r in rows:
-        cells = [r[c] for c in ("pair", "a_s_per_step", "b_s_per_step", "ratio", "target", "verdict")]
-        print("| " + " | ".join(str(c) for c in cells) + " |")
-    if args.csv is not None:
-        new = not args.csv.is_file()
-        args.csv.parent.mkdir(parents=True, exist_ok=True)
-        with open(args.csv, "a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=COLUMNS)
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
+    print("| pair | A s / step | B s / step | A / B | target | verdict |\n|---|---|---|---|---|---|", flush=True)
+    for name in args.pairs:  # each row is kept as soon as it is measured: a call cut later loses none
+        row = time_pair(name, args.set, args.format, args.steps, args.rounds, args.fraction, out)
+        cells = [row[c] for c in ("pair", "a_s_per_step", "b_s_per_step", "ratio", "target", "verdict")]
+        print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
+        if args.csv is not None:
+            append_row(args.csv, row)
+
+
+def append_row(path: Path, row: dict) -> None:
+    """One pair's row appended to ``path`` (the header first when the file is new)."""
+    new = not path.is_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
 
 
 if __name__ == "__main__":

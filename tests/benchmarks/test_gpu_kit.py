@@ -357,6 +357,32 @@ def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_pat
         bench_pairs.main(["--pairs", "views", "--data", str(data), "--fraction", "0.5", "--steps", "2", "--set", *tiny])
 
 
+def test_bench_pairs_keeps_each_row_when_a_later_pair_is_cut(tmp_path: Path, monkeypatch) -> None:
+    """The kit's budget stops a run with SIGINT: the pairs measured before it must be in the csv
+    (on the H200, 2026-11-26, a cut in the third pair lost the two finished ones)."""
+    data = tmp_path / "cifar"
+    (data / "train").mkdir(parents=True)
+    monkeypatch.delenv("CIFAR10_DIR", raising=False)
+
+    def fake_pair(name: str, *args: object) -> dict:
+        if name == "views":
+            raise KeyboardInterrupt
+        return {
+            "pair": name,
+            "a_s_per_step": 0.1,
+            "b_s_per_step": 0.1,
+            "ratio": 1.0,
+            "target": "<= 1.02",
+            "verdict": "meets",
+        }
+
+    monkeypatch.setattr(bench_pairs, "time_pair", fake_pair)
+    out = tmp_path / "pairs.csv"
+    with pytest.raises(KeyboardInterrupt):
+        bench_pairs.main(["--pairs", "bt", "views", "--data", str(data), "--csv", str(out)])
+    assert [r["pair"] for r in csv.DictReader(out.open())] == ["bt"]
+
+
 def test_archives_sort_as_the_calls_were_made_and_none_replaces_another(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(runner, "CLOCK", runner.Clock(60.0))
     prefix, out = tmp_path / "prefix", tmp_path / "out"
