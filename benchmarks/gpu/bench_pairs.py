@@ -22,7 +22,6 @@ import argparse
 import csv
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,8 +56,9 @@ def device_name() -> str:
 
 
 def commit() -> str:
-    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else "unknown"
+    from pack import repo_commit  # benchmarks/gpu, beside this script
+
+    return repo_commit(REPO)
 
 
 def time_pair(name: str, common: List[str], fmt: str, steps: int, rounds: int, fraction: float, out: Path) -> dict:

@@ -81,6 +81,11 @@ def number(value: Optional[str]) -> Optional[float]:
         return None
 
 
+def short_commit(commit: str) -> str:
+    """12 hex digits, keeping the ``+dirty`` mark."""
+    return commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+
+
 def step_seconds(rows: List[Dict[str, str]]) -> Optional[float]:
     """The last epoch's training seconds per optimizer step (the whole run's with one epoch)."""
     if not rows:
@@ -170,8 +175,9 @@ def rebuild(into: Path) -> List[Dict[str, object]]:
         "|---|---|---|---|---|---|",
     ]
     for call in calls:
+        commit = short_commit(str(call.get("repo_commit", "?")))
         lines.append(
-            f"| {call.get('argv', [])} | {call.get('device', '?')} | {str(call.get('repo_commit', '?'))[:12]} | "
+            f"| {call.get('argv', [])} | {call.get('device', '?')} | {commit} | "
             f"{call.get('start', '?')} | {call.get('end', '?')} | {len(call.get('runs', []))} |"
         )
     lines += ["", "| " + " | ".join(shown) + " | error |", "|" + "---|" * (len(shown) + 1)]

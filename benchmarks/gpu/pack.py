@@ -334,12 +334,29 @@ def split_into_parts(items: list[dict], out: Path, part_bytes: int) -> dict:
 
 
 def repo_commit(repo: Path = REPO) -> str:
-    """The commit the kit was packed from (``unknown`` outside a git checkout)."""
+    """HEAD of the checkout, ``+dirty`` when tracked files differ from it: the device machine's
+    copy of ``.git`` can be older than the tree that was sent (2026-11-26: HEAD said 007deda, the
+    tree was a1e9bd5), so a bare HEAD would name code that did not run."""
     try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
+        if out.returncode == 0:
+            changed = subprocess.run(
+                ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+            )
+            dirty = changed.returncode != 0 or bool(changed.stdout.strip())
+            return out.stdout.strip() + ("+dirty" if dirty else "")
+    except OSError:
+        pass
+    head = repo / ".git" / "HEAD"
+    if head.is_file():
+        ref = head.read_text().strip()
+        if ref.startswith("ref: "):
+            target = repo / ".git" / ref[5:]
+            return target.read_text().strip() if target.is_file() else ref
+        return ref
+    return "unknown"
 
 
 def build_kit(

@@ -593,20 +593,10 @@ def run_all(runs: list, prefix: Path, data: Optional[str], args: argparse.Namesp
 
 
 def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
-        if out.returncode == 0:
-            return out.stdout.strip()
-    except OSError:
-        pass
-    head = REPO / ".git" / "HEAD"
-    if head.is_file():
-        ref = head.read_text().strip()
-        if ref.startswith("ref: "):
-            target = REPO / ".git" / ref[5:]
-            return target.read_text().strip() if target.is_file() else ref
-        return ref
-    return "unknown"
+    """The checkout's commit as :func:`pack.repo_commit` names it (``+dirty`` with changes)."""
+    import pack
+
+    return pack.repo_commit(REPO)
 
 
 def small_files(root: Path) -> list:

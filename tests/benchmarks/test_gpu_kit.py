@@ -357,6 +357,22 @@ def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_pat
         bench_pairs.main(["--pairs", "views", "--data", str(data), "--fraction", "0.5", "--steps", "2", "--set", *tiny])
 
 
+def test_the_recorded_commit_says_when_the_tree_differs_from_it(tmp_path: Path) -> None:
+    """The device's ``.git`` can lag the tree sent with a call: ``+dirty`` says the code that ran
+    is not HEAD's (untracked files, like the carried kit, do not count)."""
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    subprocess.run(git + ["add", "a.py"], check=True)
+    subprocess.run(git + ["commit", "-qm", "a"], check=True)
+    head = subprocess.run(git[:3] + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / "kit.bin").write_text("untracked")
+    assert pack.repo_commit(tmp_path) == head
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert pack.repo_commit(tmp_path) == head + "+dirty"
+    assert collect.short_commit(head + "+dirty") == head[:12] + "+dirty"
+
+
 def test_bench_pairs_keeps_each_row_when_a_later_pair_is_cut(tmp_path: Path, monkeypatch) -> None:
     """The kit's budget stops a run with SIGINT: the pairs measured before it must be in the csv
     (on the H200, 2026-11-26, a cut in the third pair lost the two finished ones)."""
