@@ -357,6 +357,23 @@ def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_pat
         bench_pairs.main(["--pairs", "views", "--data", str(data), "--fraction", "0.5", "--steps", "2", "--set", *tiny])
 
 
+def test_a_call_that_could_start_no_run_fails_before_installing_anything(tmp_path: Path) -> None:
+    """On the H200 (2026-11-26) ``--budget-s 115`` spent 20 s of the lease on the import check and
+    then started nothing: the default grace (45 s), kill waits and reserve left less than
+    ``--min-run-s``. Such a call, or one whose ``--skip`` names no run, now stops at once."""
+    runs = tmp_path / "runs.txt"
+    runs.write_text('one: python -c "print(1)"\n')
+    prefix = tmp_path / "prefix"
+    common = ["--kit", str(tmp_path / "nokit"), "--runs", str(runs), "--prefix", str(prefix), "--out", str(tmp_path)]
+    short = run_runner(*common, "--budget-s", "115", "--min-run-s", "35")
+    assert short.returncode == 2 and "Give --budget-s 145 or more" in short.stderr, short.stderr
+    typo = run_runner(*common, "--budget-s", "600", "--skip", "onee")
+    assert typo.returncode != 0 and "no run named ['onee']" in typo.stderr, typo.stderr
+    assert not prefix.exists() and not list(tmp_path.glob("results-*"))  # nothing installed, no archive
+    fits = run_runner(*common, "--budget-s", "150", "--min-run-s", "35", "--skip-env-check")
+    assert fits.returncode == 0 and "run one: done" in fits.stdout, fits.stdout + fits.stderr
+
+
 def test_the_recorded_commit_says_when_the_tree_differs_from_it(tmp_path: Path) -> None:
     """The device's ``.git`` can lag the tree sent with a call: ``+dirty`` says the code that ran
     is not HEAD's (untracked files, like the carried kit, do not count)."""
