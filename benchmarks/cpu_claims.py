@@ -35,7 +35,9 @@ run when its budget cannot finish it, by an estimate from the epochs already in 
 (this machine's own, where it has any: ``--list`` gives each run's minutes left here and their
 sum), and goes on to the next run (``--start-anyway`` starts it all the same); a run small
 enough to carry always starts, and a run resumed here or carried always goes on.
-The budget counts minutes the harness was not paused.
+The budget counts minutes the harness was not paused. ``--until HH:MM`` (this machine's clock)
+ends the call at that time whatever the pauses, e.g. to leave the end of a session to the
+test suite; with ``--budget-min`` too, whichever comes first.
 
 Pausing: other work on a small machine pauses the runs with SIGSTOP to the process group
 whose id ``--pgid-file`` holds, and logs each pause in ``--pause-log`` (``<unix time>
@@ -738,6 +740,23 @@ class ActiveClock:
         return self.active
 
 
+#: the wall clock ``--until`` is read against (a test moves it)
+wall_clock = time.time
+
+
+def parse_until(text: str, now: float) -> float:
+    """``HH:MM`` -> the next such time on this machine's clock, as seconds since the epoch."""
+    try:
+        hour, minute = (int(part) for part in text.split(":"))
+        if not (0 <= hour < 24 and 0 <= minute < 60):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"--until takes HH:MM on this machine's 24-hour clock (e.g. 05:45), got {text!r}") from None
+    today = time.localtime(now)
+    at = time.mktime((today.tm_year, today.tm_mon, today.tm_mday, hour, minute, 0, 0, 0, -1))
+    return at if at > now else at + 24 * 3600
+
+
 def run_spans(curves: Sequence[dict], machine: Optional[str] = None) -> List[Tuple[dict, dict]]:
     """Per run, (the row before its span, its span's last row): its cumulative clocks' start
     and end. The span is the whole run, or with ``machine`` the run's last epochs measured on
@@ -833,11 +852,12 @@ def minutes_left(
 
 
 def run_grid(
-    budget_min: float,
+    budget_min: Optional[float],
     seeds: Sequence[int],
     pause_log: Optional[Path],
     only: Optional[str],
     start_anyway: bool = False,
+    until: Optional[float] = None,
 ) -> None:
     from mvssl_plugin.runs import read_csv
 
@@ -845,25 +865,31 @@ def run_grid(
     # and Python then raises no KeyboardInterrupt: the child would stop alone and not be carried
     signal.signal(signal.SIGINT, signal.default_int_handler)
     clock = ActiveClock()
-    budget = budget_min * 60
+    budget = float("inf") if budget_min is None else budget_min * 60
+
+    def left() -> float:
+        """Seconds left: the unpaused budget's, or to ``until`` if that is sooner."""
+        active = budget - clock.read()
+        return active if until is None else min(active, until - wall_clock())
+
     machine = cpu_description()
     (OUT / "logs").mkdir(parents=True, exist_ok=True)
     for point, seed in schedule(seeds):
         name = point.name(seed)
         if finished(name) or (only and only not in name):
             continue
-        left = budget - clock.read()
-        if left < 60:
+        seconds = left()
+        if seconds < 60:
             print(f"cpu_claims: budget spent; next: {name}")
             return
         start = head_start(point, seed)
         started_here, carried, shorter = start.here, start.carried, start.shorter
         need = minutes_left(point, start, read_csv(CURVES), read_csv(STEP_TIMES), machine)
-        if not (start_anyway or started_here or carried) and need is not None and need * 60 > left:
+        if not (start_anyway or started_here or carried) and need is not None and need * 60 > seconds:
             size = checkpoint_mib(point)
             if size > CARRY_MAX_MB:
                 print(
-                    f"cpu_claims: {name} needs about {need:.0f} min, the budget has {left / 60:.0f} left, and its "
+                    f"cpu_claims: {name} needs about {need:.0f} min, the budget has {seconds / 60:.0f} left, and its "
                     f"checkpoint (about {size:.0f} MiB) is too large to carry: skipped, it would start over elsewhere "
                     "(--start-anyway)",
                     flush=True,
@@ -888,7 +914,7 @@ def run_grid(
             child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
             try:
                 while child.poll() is None:
-                    if clock.read() > budget:
+                    if left() < 0:
                         print(f"cpu_claims: budget spent: stopping {name} (it resumes next call)", flush=True)
                         child.send_signal(signal.SIGTERM)
                         child.wait()
@@ -952,6 +978,7 @@ def list_grid(seeds: Sequence[int]) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
+    parser.add_argument("--until", help="HH:MM: stop by then on this machine's clock, pauses or not")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--only", help="only runs whose name contains this")
     parser.add_argument(
@@ -973,6 +1000,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--data", type=Path, help="CIFAR-10 ImageFolder root (train/, test/); else CIFAR10_DIR")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
     args = parser.parse_args(argv)
+    until = None
+    if args.until is not None:
+        try:
+            until = parse_until(args.until, wall_clock())
+        except ValueError as error:
+            parser.error(str(error))
     use_scale(args.scale, args.results)
     if args.data is not None:
         os.environ["CIFAR10_DIR"] = str(args.data.resolve())  # the children inherit it
@@ -985,11 +1018,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         measure_step_times(args.rounds, args.steps)
     elif args.report:
         report(OUT, REPO / "README.md" if SCALE.name == "cpu" and args.results is None else None)
-    elif args.budget_min is not None:
+    elif args.budget_min is not None or until is not None:
         if args.pgid_file is not None:
             args.pgid_file.write_text(str(os.getpgrp()))
         try:
-            run_grid(args.budget_min, args.seeds, args.pause_log, args.only, args.start_anyway)
+            run_grid(args.budget_min, args.seeds, args.pause_log, args.only, args.start_anyway, until)
         finally:
             if args.pgid_file is not None:
                 args.pgid_file.unlink(missing_ok=True)

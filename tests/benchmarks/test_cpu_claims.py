@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 
 import pytest
 from helpers import REPO, make_image_folder
@@ -408,6 +409,52 @@ def test_the_report_is_made_from_the_csvs(tmp_path, monkeypatch):
     assert "- d = 64: rule vs fixed beta: inconclusive: mabt m=2 d=64 rule has not finished" in summary
     assert "- d = 256: rule vs fixed beta: inconclusive: mabt m=2 d=256 rule has not run yet" in summary
     assert all((tmp_path / f"{slug}.png").is_file() for slug in ("projector", "views", "data", "vicreg"))
+
+
+def test_until_is_the_next_such_time_on_this_machines_clock():
+    now = time.mktime((2026, 11, 26, 3, 30, 0, 0, 0, -1))
+    assert cpu_claims.parse_until("05:45", now) - now == 2 * 3600 + 15 * 60
+    assert cpu_claims.parse_until("03:00", now) - now == 23.5 * 3600  # passed today: tomorrow's
+    for bad in ("5", "25:00", "05:60", "soon"):
+        with pytest.raises(ValueError, match="--until takes HH:MM"):
+            cpu_claims.parse_until(bad, now)
+    with pytest.raises(SystemExit) as stopped:  # the command line says so before anything runs
+        cpu_claims.main(["--until", "25:00"])
+    assert stopped.value.code == 2
+
+
+@pytest.mark.parametrize("scale", ["cpu"], indirect=True)
+def test_until_stops_the_running_run_at_that_time_even_with_budget_left(scale, monkeypatch, tmp_path, capsys):
+    """Pauses stretch a --budget-min call past a session's end; --until holds the wall clock."""
+    small, _ = cpu_claims.find_point("mabt-m2-d64-fixed-f1-e20-s1")
+    monkeypatch.setattr(cpu_claims, "schedule", lambda seeds: [(small, 1)])
+    monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: 5.0)
+    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "S")
+    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")
+    monkeypatch.setattr(cpu_claims.time, "sleep", lambda s: None)
+    walls = iter([1000.0, 1000.0, 1500.0, 2001.0])  # start, the run's first looks, then past 2000
+    monkeypatch.setattr(cpu_claims, "wall_clock", lambda: next(walls))
+    stopped, carried = [], []
+
+    class Child:
+        def __init__(self, command, **kwargs):
+            self.returncode = None
+
+        def poll(self):
+            return self.returncode
+
+        def send_signal(self, sig):
+            stopped.append(sig)
+            self.returncode = -sig
+
+        def wait(self, *args):
+            return self.returncode
+
+    monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
+    monkeypatch.setattr(cpu_claims, "carry_out", carried.append)
+    cpu_claims.run_grid(600, (1,), None, None, until=2000.0)  # 10 h of budget, 1,000 s to --until
+    assert stopped == [signal.SIGTERM] and carried == [small.name(1)]
+    assert f"budget spent: stopping {small.name(1)}" in capsys.readouterr().out
 
 
 def test_the_budget_does_not_count_the_time_the_harness_was_paused():
