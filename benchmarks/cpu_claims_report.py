@@ -437,6 +437,10 @@ def width_section(
     return lines + [""] + verdicts + ([""] if verdicts else [])
 
 
+#: the projector claim's output dimensions (the grid in ``cpu_claims.grid``)
+PROJECTOR_DS = (64, 256, 2048)
+
+
 def write_report(
     out: Path,
     results: List[dict],
@@ -473,10 +477,10 @@ def write_report(
         (
             "Projector: beta by the rule keeps a small projector working (m = 2)",
             "projector",
-            [("mabt", 2, d, beta, 1.0, e) for d in (64, 256, 2048) for beta in ("rule", "fixed")],
+            [("mabt", 2, d, beta, 1.0, e) for d in PROJECTOR_DS for beta in ("rule", "fixed")],
             [  # the paper: the rule works at every d; a fixed beta fails at small d
                 (("mabt", 2, d, "rule", 1.0, e), ("mabt", 2, d, "fixed", 1.0, e), f"d = {d}: rule vs fixed beta")
-                for d in (64, 256, 2048)
+                for d in PROJECTOR_DS
             ],
         ),
         (

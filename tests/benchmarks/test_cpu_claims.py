@@ -27,6 +27,11 @@ def test_every_run_of_the_grid_has_its_own_name_and_is_found_by_it():
         cpu_claims.find_point("mabt-m3-d1-rule-f1-e1-s1")
 
 
+def test_the_report_judges_the_projector_at_every_d_the_grid_runs():
+    ds = {(p.d, p.beta) for p in cpu_claims.grid() if "projector" in p.parts and p.m == 2}
+    assert ds == {(d, beta) for d in cpu_claims_report.PROJECTOR_DS for beta in ("rule", "fixed")}
+
+
 def test_the_data_claim_compares_equal_views_and_more_views_run_to_twice_the_baselines():
     """Views processed per epoch = images x m: the budgets in epochs set them."""
     e = cpu_claims.BASE_EPOCHS
