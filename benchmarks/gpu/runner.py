@@ -502,6 +502,19 @@ def dry_overrides(tokens: list, dry_run: bool) -> list:
 ENV_CHECK_S = 30.0
 
 
+def gpu_name() -> str:
+    """The GPU's name from ``nvidia-smi`` (under a second; the import check takes 14 to 20 s), so a
+    call with ``--skip-env-check`` still names its device; ``cpu`` where there is none."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "cpu"
+    names = done.stdout.strip().splitlines()
+    return names[0].strip() if done.returncode == 0 and names else "cpu"
+
+
 def least_budget(args: argparse.Namespace, with_env_check: bool = True) -> float:
     """The smallest ``--budget-s`` that can start a run: what :func:`run_all` keeps back, plus
     ``--min-run-s``, plus the import check's time when it runs."""
@@ -807,6 +820,8 @@ def main(argv: Optional[list] = None) -> int:
                 f"environment: {report['device']}, torch {report['env'].get('torch', '?').split()[0]}, lightning "
                 f"{report['env'].get('lightning', '?').split()[0]} ({report['env']['seconds']} s)"
             )
+        else:
+            report["device"] = gpu_name()
         if runs_text is not None:
             data_item = load_json(prefix / "stamp.json", {"items": {}})["items"].get("data")
             if report.get("env", {}).get("failed"):

@@ -357,7 +357,7 @@ def test_bench_pairs_times_each_pair_side_by_side_and_states_its_verdict(tmp_pat
         bench_pairs.main(["--pairs", "views", "--data", str(data), "--fraction", "0.5", "--steps", "2", "--set", *tiny])
 
 
-def test_a_call_that_could_start_no_run_fails_before_installing_anything(tmp_path: Path) -> None:
+def test_a_call_that_could_start_no_run_fails_before_installing_anything(tmp_path: Path, monkeypatch) -> None:
     """On the H200 (2026-11-26) ``--budget-s 115`` spent 20 s of the lease on the import check and
     then started nothing: the default grace (45 s), kill waits and reserve left less than
     ``--min-run-s``. Such a call, or one whose ``--skip`` names no run, now stops at once."""
@@ -370,8 +370,14 @@ def test_a_call_that_could_start_no_run_fails_before_installing_anything(tmp_pat
     typo = run_runner(*common, "--budget-s", "600", "--skip", "onee")
     assert typo.returncode != 0 and "no run named ['onee']" in typo.stderr, typo.stderr
     assert not prefix.exists() and not list(tmp_path.glob("results-*"))  # nothing installed, no archive
+    smi = tmp_path / "bin" / "nvidia-smi"  # without the import check the device comes from nvidia-smi
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\necho 'NVIDIA H200'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
     fits = run_runner(*common, "--budget-s", "150", "--min-run-s", "35", "--skip-env-check")
     assert fits.returncode == 0 and "run one: done" in fits.stdout, fits.stdout + fits.stderr
+    assert json.loads(read_archive(tmp_path)["runner.json"])["device"] == "NVIDIA H200"
 
 
 def test_the_recorded_commit_says_when_the_tree_differs_from_it(tmp_path: Path) -> None:
