@@ -448,15 +448,19 @@ def parse_runs(text: str) -> list:
     return runs
 
 
-def skip_runs(runs: list, skip: list) -> list:
-    """``runs`` without the named ones (a lease too short for them, a target without DALI); unknown names fail."""
+def select_runs(runs: list, skip: list, only: Optional[list] = None) -> list:
+    """``runs`` without the ``skip`` ones, or only the ``only`` ones (in the file's order): a lease
+    too short for a list, a target without DALI, the lines an earlier lease left. Unknown names
+    fail: a typo must not run the whole list."""
     names = {name for name, _ in runs}
-    unknown = sorted(set(skip) - names)
+    unknown = sorted((set(skip) | set(only or [])) - names)
     if unknown:
-        raise SystemExit(f"--skip: no run named {unknown} in the runs file (it has {sorted(names)})")
+        raise SystemExit(f"--skip/--only: no run named {unknown} in the runs file (it has {sorted(names)})")
     if skip:
         say(f"skipped by --skip: {', '.join(skip)}")
-    return [(name, tokens) for name, tokens in runs if name not in skip]
+    if only:
+        say(f"only these, by --only: {', '.join(only)}")
+    return [(name, tokens) for name, tokens in runs if name not in skip and (not only or name in only)]
 
 
 def override_key(token: str) -> Optional[str]:
@@ -759,6 +763,7 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument(
         "--skip", nargs="+", default=[], metavar="NAME", help="leave these runs of the file out of this call"
     )
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these runs of the file (its order)")
     parser.add_argument("--retry-failed", action="store_true", help="run again runs that failed in an earlier call")
     parser.add_argument("--dry-run", action="store_true", help="on this CPU: tiny kit, tiny runs")
     parser.add_argument(
@@ -774,7 +779,7 @@ def main(argv: Optional[list] = None) -> int:
     if args.runs is not None:  # a call's seconds are the scarcest thing here: fail before spending any
         if not args.runs.is_file():
             parser.error(f"--runs {args.runs}: no such file")
-        skip_runs(parse_runs(args.runs.read_text()), args.skip)
+        select_runs(parse_runs(args.runs.read_text()), args.skip, args.only)
         least = least_budget(args)
         if args.budget_s < least:
             parser.error(
@@ -828,7 +833,7 @@ def main(argv: Optional[list] = None) -> int:
                 say("imports fail with the kit's PYTHONPATH: no run started (see runner.json env)")
             else:
                 runs = [(n, merge(t, dry_overrides(t, args.dry_run) + extra)) for n, t in parse_runs(runs_text)]
-                runs = skip_runs(runs, args.skip)
+                runs = select_runs(runs, args.skip, args.only)
                 run_all(runs, prefix, str(prefix / "data" / data_item["root"]) if data_item else None, args, report)
     except Budget:
         say("SIGTERM: writing what there is")

@@ -166,9 +166,11 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
     with pytest.raises(SystemExit):
         runner.parse_runs("a: x\na: y\n")
     three = runner.parse_runs("a: x\nb: y\nc: z\n")
-    assert [n for n, _ in runner.skip_runs(three, ["b"])] == ["a", "c"]
-    with pytest.raises(SystemExit, match="no run named"):  # a typo must not run the whole list
-        runner.skip_runs(three, ["dali"])
+    assert [n for n, _ in runner.select_runs(three, ["b"])] == ["a", "c"]
+    assert [n for n, _ in runner.select_runs(three, [], ["c", "a"])] == ["a", "c"]  # the file's order
+    for skip, only in ((["dali"], None), ([], ["dali"])):
+        with pytest.raises(SystemExit, match="no run named"):  # a typo must not run the whole list
+            runner.select_runs(three, skip, only)
     for path in sorted((KIT / "runs").glob("*.txt")):
         parsed = runner.parse_runs(path.read_text())
         assert parsed, path
