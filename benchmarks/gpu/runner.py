@@ -519,12 +519,16 @@ def gpu_name() -> str:
     return names[0].strip() if done.returncode == 0 and names else "cpu"
 
 
-def least_budget(args: argparse.Namespace, with_env_check: bool = True) -> float:
-    """The smallest ``--budget-s`` that can start a run: what :func:`run_all` keeps back, plus
-    ``--min-run-s``, plus the import check's time when it runs."""
-    kept = args.min_run_s + args.reserve_s + args.grace_s + 2 * kill_wait(args.grace_s)
-    checks = with_env_check and not args.skip_env_check and not args.dry_run
-    return kept + (ENV_CHECK_S if checks else 0.0)
+def held_back(args: argparse.Namespace) -> float:
+    """Seconds :func:`run_all` keeps from a run's timeout: the stop's grace and kill waits, the archive's reserve."""
+    return args.reserve_s + args.grace_s + 2 * kill_wait(args.grace_s)
+
+
+def least_budget(args: argparse.Namespace) -> float:
+    """The smallest ``--budget-s`` that can start a run: ``--min-run-s`` plus what is held back,
+    plus the import check's time when it runs."""
+    checks = not args.skip_env_check and not args.dry_run
+    return args.min_run_s + held_back(args) + (ENV_CHECK_S if checks else 0.0)
 
 
 def kill_wait(grace_s: float) -> float:
@@ -571,7 +575,7 @@ def run_all(runs: list, prefix: Path, data: Optional[str], args: argparse.Namesp
         if entry["status"] == "done" or (entry["status"] == "failed" and not args.retry_failed):
             say(f"run {name}: {entry['status']} before, skipped")
             continue
-        timeout = CLOCK.left() - (least_budget(args, with_env_check=False) - args.min_run_s)
+        timeout = CLOCK.left() - held_back(args)
         if timeout < args.min_run_s:
             say(f"run {name}: {CLOCK.left():.0f} s left of the budget, left for the next call")
             break
@@ -776,10 +780,11 @@ def main(argv: Optional[list] = None) -> int:
     for key, real, dry in (("grace_s", 45.0, 10.0), ("reserve_s", 15.0, 5.0), ("min_run_s", 60.0, 5.0)):
         if getattr(args, key) is None:
             setattr(args, key, dry if args.dry_run else real)
+    chosen = None  # the runs file's runs, parsed and checked before any second is spent
     if args.runs is not None:  # a call's seconds are the scarcest thing here: fail before spending any
         if not args.runs.is_file():
             parser.error(f"--runs {args.runs}: no such file")
-        select_runs(parse_runs(args.runs.read_text()), args.skip, args.only)
+        chosen = select_runs(parse_runs(args.runs.read_text()), args.skip, args.only)
         least = least_budget(args)
         if args.budget_s < least:
             parser.error(
@@ -810,11 +815,10 @@ def main(argv: Optional[list] = None) -> int:
         "runs": [],
     }
     kit, extra = args.kit, list(args.set)
-    runs_text = args.runs.read_text() if args.runs else None
     try:
         if args.dry_run:
             kit = build_dry_kit(prefix, with_solo=args.dry_run_solo == "auto")
-            runs_text = runs_text or DRY_RUNS
+            chosen = select_runs(parse_runs(DRY_RUNS), args.skip, args.only) if chosen is None else chosen
         manifest = prepare(kit, prefix, report)
         if manifest:
             report["kit"]["repo_commit_packed"] = manifest.get("repo_commit")
@@ -827,13 +831,12 @@ def main(argv: Optional[list] = None) -> int:
             )
         else:
             report["device"] = gpu_name()
-        if runs_text is not None:
+        if chosen is not None:
             data_item = load_json(prefix / "stamp.json", {"items": {}})["items"].get("data")
             if report.get("env", {}).get("failed"):
                 say("imports fail with the kit's PYTHONPATH: no run started (see runner.json env)")
             else:
-                runs = [(n, merge(t, dry_overrides(t, args.dry_run) + extra)) for n, t in parse_runs(runs_text)]
-                runs = select_runs(runs, args.skip, args.only)
+                runs = [(n, merge(t, dry_overrides(t, args.dry_run) + extra)) for n, t in chosen]
                 run_all(runs, prefix, str(prefix / "data" / data_item["root"]) if data_item else None, args, report)
     except Budget:
         say("SIGTERM: writing what there is")
