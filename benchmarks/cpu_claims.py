@@ -413,7 +413,8 @@ def step_settings() -> List[Tuple[Point, str, List[str]]]:
 def measure_step_times(rounds: int, steps: int) -> List[dict]:
     """Seconds per training step of every distinct step of the grid, measured side by side:
     the settings alternate within each round, so all see the same machine. Run it alone on
-    the machine (nothing else training); it writes ``step_times.csv``."""
+    the machine (nothing else training). It replaces this machine's rows of ``step_times.csv``
+    and keeps other machines' (the report gives each its own time ratios), in their order."""
     import logging
     import statistics
     import tempfile
@@ -423,7 +424,7 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
     from step_clock import run_setting
 
     from mvssl_plugin.config.hardware import cpu_precision
-    from mvssl_plugin.runs import write_csv
+    from mvssl_plugin.runs import read_csv, write_csv
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
@@ -453,7 +454,10 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
                 "date": time.strftime("%Y-%m-%d %H:%M"),
             }
         )
-    write_csv(STEP_TIMES, rows)
+    here = cpu_description()
+    kept = read_csv(STEP_TIMES)
+    order = list(dict.fromkeys([r.get("cpu") for r in kept] + [here]))
+    write_csv(STEP_TIMES, [r for cpu in order for r in (rows if cpu == here else kept) if r.get("cpu") == cpu])
     print("| method | m | d | width | s / step | views / s |\n|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['method']} | {r['m']} | {r['d']} | {r['width']} | {r['s_per_step']} | {r['views_per_s']} |")
@@ -792,14 +796,15 @@ def estimate_minutes(
     epochs measured on that machine count, where it has any: an AVX2-only CPU in fp32 takes
     about twice a bf16 CPU's time, and an estimate from the faster one would start runs the
     slower cannot finish. A run of another setting is scaled by the two steps' seconds per
-    view in ``step_times`` where both are measured, else by the width squared (the
-    convolutions' work); None when ``curves`` holds no run."""
+    view in ``step_times`` (this machine's, where it measured them) where both are measured,
+    else by the width squared (the convolutions' work); None when ``curves`` holds no run."""
     spans = run_spans(curves, machine) or run_spans(curves)
     width = [s for s in spans if width_of(s[1]["run"]) == point.width]
     same = [s for s in width if s[1]["method"] == point.method and int(s[1]["d"]) == point.d]
     spans = same or width or spans
     if not spans:
         return None
+    step_times = [r for r in step_times if r.get("cpu") == machine] or step_times  # this machine's ratios
     mine = seconds_per_view(step_times, point.method, point.m, point.d, point.width)
 
     def factor(r: dict) -> float:
@@ -952,7 +957,8 @@ def report(out: Path, readme: Optional[Path] = None) -> Path:
             if rate is not None:
                 rates[p.name(seed)] = rate
     results, curves = read_csv(RESULTS), read_csv(CURVES)
-    return write_report(out, results, curves, step_times, BASE_EPOCHS, pairs, rates, readme, SCALE.setting)
+    grid_steps = [r for r in step_times if int(r["width"]) == SCALE.width]  # the claims' rows: the grid's width
+    return write_report(out, results, curves, grid_steps, BASE_EPOCHS, pairs, rates, readme, SCALE.setting)
 
 
 def list_grid(seeds: Sequence[int]) -> None:

@@ -117,21 +117,55 @@ def verdict(grid: Grid, better: Key, worse: Key, claim: str, matches: bool = Fal
     return f"{'holds' if gap > 0 else 'does not hold'}: {gap:+.1f} points, seeds' spread {noise:.1f} ({claim})"
 
 
-def seconds_per_view(step_times: Sequence[dict], method: str, m: int, d: int, width: int = 16) -> Optional[float]:
-    """Seconds one view of this training step takes in ``step_times.csv`` (batch 128); None
-    where it was not measured."""
+def machines(step_times: Sequence[dict]) -> Dict[str, List[dict]]:
+    """``step_times.csv``'s rows by the machine that measured them (its ``cpu`` column), in the
+    file's order. Which step is cheaper per view depends on the CPU, so every machine gets its
+    own time ratio in a verdict; seconds in tables and plots are the first machine's."""
+    out: Dict[str, List[dict]] = {}
     for row in step_times:
-        if (row["method"], int(row["m"]), int(row["d"]), int(row["width"])) == (method, m, d, width):
+        out.setdefault(row.get("cpu") or "?", []).append(row)
+    return out
+
+
+def seconds_per_view(
+    step_times: Sequence[dict], method: str, m: int, d: int, width: Optional[int] = None
+) -> Optional[float]:
+    """Seconds one view of this training step takes (batch 128) on the first machine of
+    ``step_times``; of any width when ``width`` is None (the report's rows have the grid's
+    width only); None where it was not measured."""
+    rows = next(iter(machines(step_times).values()), [])
+    for row in rows:
+        if (row["method"], int(row["m"]), int(row["d"])) == (method, m, d) and width in (None, int(row["width"])):
             return float(row["s_per_step"]) / (128 * m)
     return None
 
 
-Reach = Tuple[float, float, Optional[float]]  # views, x the baseline's views, x its time
+def time_ratios(
+    step_times: Sequence[dict], key: Key, base: Key, views: float, base_views: float
+) -> List[Tuple[str, float]]:
+    """(machine, x the baseline's time) of ``views`` of ``key`` against ``base_views`` of the
+    baseline, for every machine that measured both steps."""
+    out = []
+    for cpu, rows in machines(step_times).items():
+        rate, base_rate = seconds_per_view(rows, *key[:3]), seconds_per_view(rows, *base[:3])
+        if rate is not None and base_rate is not None:
+            out.append((cpu, views * rate / (base_views * base_rate)))
+    return out
+
+
+def _times(ratios: Sequence[Tuple[str, float]]) -> str:
+    """``0.70x`` on one machine; ``0.70x (CPU a), 0.88x (CPU b)`` on several."""
+    if len(ratios) == 1:
+        return f"{ratios[0][1]:.2f}x"
+    return ", ".join(f"{x:.2f}x ({cpu})" for cpu, x in ratios)
+
+
+Reach = Tuple[float, float, List[Tuple[str, float]]]  # views, x the baseline's views, (machine, x its time)
 
 
 def time_to_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -> Optional[Reach]:
-    """(views, x the baseline's views, x the baseline's time or None) at which ``key`` first
-    reaches the baseline's final kNN (the mean over its seeds); time at the step rates of
+    """(views, x the baseline's views, x the baseline's time on each machine) at which ``key``
+    first reaches the baseline's final kNN (the mean over its seeds); time at the step rates of
     ``step_times.csv``. The baseline's own cost is its whole run: it reaches its final kNN at
     its end (a seed below the mean never reaches the mean, so its curve cannot say). None
     while the baseline has not finished or ``key`` has not reached it."""
@@ -146,9 +180,7 @@ def time_to_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]
         if got is None:
             return None
         views = got[0]
-    rate, base_rate = seconds_per_view(step_times, *key[:3]), seconds_per_view(step_times, *base[:3])
-    time_x = views * rate / (base_views * base_rate) if rate is not None and base_rate is not None else None
-    return views, views / base_views, time_x
+    return views, views / base_views, time_ratios(step_times, key, base, views, base_views)
 
 
 def short_of_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -> str:
@@ -157,10 +189,10 @@ def short_of_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict
     target, base_spread, base_seeds = grid.accuracy(base)
     final, spread, seeds = grid.accuracy(key)
     views, base_views = grid.views(key), grid.views(base)
-    rate, base_rate = seconds_per_view(step_times, *key[:3]), seconds_per_view(step_times, *base[:3])
+    ratios = time_ratios(step_times, key, base, views, base_views)
     spent = f"{views / base_views:.2f}x the baseline's views"
-    if rate is not None and base_rate is not None:
-        spent += f", {views * rate / (base_views * base_rate):.2f}x its time"
+    if ratios:
+        spent += f", {_times(ratios)} its time"
     where = f"ends at {final:.1f}% ({final - target:+.1f} against the baseline's {target:.1f}%) after {spent}"
     if seeds < 2 or base_seeds < 2:
         return f"inconclusive so far: {where}; one seed on a side"
@@ -171,7 +203,8 @@ def short_of_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict
 
 
 def views_verdict(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -> str:
-    """The views claim for ``key``: it reaches the baseline's final kNN in less time."""
+    """The views claim for ``key``: it reaches the baseline's final kNN in less time, on every
+    machine whose step times were measured; where machines disagree it depends on the CPU."""
     target, _, _ = grid.accuracy(base)
     if target is None:
         return "inconclusive: the baseline has not finished"
@@ -180,13 +213,15 @@ def views_verdict(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -
         if key in grid.final and not grid.unfinished(key):
             return short_of_baseline(grid, base, key, step_times)
         return f"inconclusive: not finished, not at {target:.1f}% yet" if grid.unfinished(key) else "not run yet"
-    _, views_x, time_x = found
+    _, views_x, ratios = found
     seeds, base_seeds = len(grid.curves.get(key, {})), len(grid.final[base])  # every seed's curve reached it
     how = f"({seeds} seed{'s' * (seeds != 1)}; the baseline {base_seeds})"
-    if time_x is None:
+    if not ratios:
         return f"in views {views_x:.2f}x the baseline's; time not measured {how}"
-    word = ("holds" if time_x < 1 else "does not hold") + (" so far" if min(seeds, base_seeds) < 2 else "")
-    return f"{word}: {time_x:.2f}x the baseline's time, {views_x:.2f}x its views {how}"
+    faster = {x < 1 for _, x in ratios}
+    word = "depends on the CPU" if len(faster) > 1 else "holds" if faster == {True} else "does not hold"
+    word += " so far" if min(seeds, base_seeds) < 2 else ""
+    return f"{word}: {_times(ratios)} the baseline's time, {views_x:.2f}x its views {how}"
 
 
 def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequence[dict]) -> List[str]:
@@ -198,38 +233,50 @@ def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequen
         running = grid.unfinished(base)
         where = f" (at {running[0][2]:.1f}% after epoch {running[0][1]})" if running else ""
         return [f"Views and seconds to reach the baseline: the baseline has not finished{where}.", ""]
+    cpus = list(machines(step_times)) or ["-"]
     lines = [f"The 2-view baseline's final kNN: {target:.1f}%. First reached at:", ""]
-    lines += ["| run | views | x baseline's views | s at the measured step rate | x baseline's time |"]
-    lines += ["|---|---|---|---|---|"]
+    if len(cpus) == 1:
+        lines += ["| run | views | x baseline's views | s at the measured step rate | x baseline's time |"]
+    else:
+        lines += [
+            f"| run | views | x baseline's views | s at the step rate of {cpus[0]} | "
+            + " | ".join(f"x baseline's time: {cpu}" for cpu in cpus)
+            + " |"
+        ]
+    lines += ["|---|---|---" + "|---" * (1 + len(cpus)) + "|"]
     for key in keys:
         found = time_to_baseline(grid, base, key, step_times)
         if found is None:
             ran = key in grid.final or bool(grid.curves.get(key))
-            lines.append(f"| {_label(key)} | {'not reached' if ran else 'not run yet'} | | | |")
+            lines.append(f"| {_label(key)} | {'not reached' if ran else 'not run yet'} |" + " |" * (2 + len(cpus)))
             continue
-        views, views_x, time_x = found
+        views, views_x, ratios = found
         rate = seconds_per_view(step_times, *key[:3])
         seconds = f"{views * rate:,.0f}" if rate is not None else "no step time"
-        time_cell = f"{time_x:.2f}" if time_x is not None else "-"
-        lines.append(f"| {_label(key)} | {views:,.0f} | {views_x:.2f} | {seconds} | {time_cell} |")
+        by_cpu = dict(ratios)
+        cells = " | ".join(f"{by_cpu[cpu]:.2f}" if cpu in by_cpu else "-" for cpu in cpus)
+        lines.append(f"| {_label(key)} | {views:,.0f} | {views_x:.2f} | {seconds} | {cells} |")
     lines += [""] + equal_seconds_table(grid, base, keys, step_times)
     verdicts = [f"- {_label(key)}: {views_verdict(grid, base, key, step_times)}" for key in keys if key != base]
-    rates = [r for r in step_times if r.get("date")]
-    when = f"step times measured {rates[0]['date']}, {rates[0]['cpu']}" if rates else "no step times measured yet"
+    when = "; ".join(
+        f"step times measured {rows[0].get('date', '?')}, {cpu}" for cpu, rows in machines(step_times).items()
+    )
+    when = when or "no step times measured yet"
     return lines + ["", f"({when}: `python benchmarks/cpu_claims.py --step-times`.)", ""] + verdicts + [""]
 
 
 def equal_seconds_table(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequence[dict]) -> List[str]:
     """Each setting's kNN at the last epoch of its curve (seed 1) that the baseline's curve
     (seed 1) also spans in seconds, against the baseline's after the same seconds, both at the
-    step rates of ``step_times.csv``: which learns more per second, whether or not it reaches
-    the baseline's final kNN."""
+    step rates of ``step_times.csv``'s first machine: which learns more per second, whether or
+    not it reaches the baseline's final kNN."""
     base_rate = seconds_per_view(step_times, *base[:3])
     base_rows = sorted(grid.curves.get(base, {}).get(1, []), key=lambda r: int(r["epoch"]))
     if base_rate is None or not base_rows:
         return []
     timed = [{**r, "train_seconds": float(r["views_seen"]) * base_rate} for r in base_rows]
-    lines = ["At equal seconds (seed 1, step rates):", ""]
+    cpu = next(iter(machines(step_times)))
+    lines = [f"At equal seconds (seed 1, step rates of {cpu}):", ""]
     lines += ["| run | epoch | s at the step rate | kNN | the baseline's kNN at the same s |", "|---|---|---|---|---|"]
     for key in keys:
         rows = grid.curves.get(key, {}).get(1, [])
@@ -322,8 +369,9 @@ def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str, step_times: Se
             knn = [float(r["knn_backbone"]) for r in rows]
             axes[0].plot([float(r["views_seen"]) for r in rows], knn, style, color=color, label=label)
             axes[1].plot(seconds, knn, style, color=color, label=label)
+    first = next(iter(machines(step_times)), "?")
     xlabel = {
-        frozenset({True}): "seconds at the step rates measured side by side",
+        frozenset({True}): f"seconds at the step rates measured side by side\n({first})",
         frozenset({False}): "training seconds (indicative: shared machine)",
     }.get(frozenset(clocks), "seconds (step rates where measured, else the run's own: mixed)")
     for ax, x in zip(axes, ("views processed", xlabel)):

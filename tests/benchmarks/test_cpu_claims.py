@@ -624,6 +624,36 @@ def test_time_to_the_baseline_comes_from_the_measured_step_rates():
     assert any("0.90x the baseline's; time not measured" in line for line in lines)
 
 
+def test_each_machines_step_rates_give_their_own_time_and_the_verdict_needs_all_of_them():
+    """On the first CPU 4 views cost 0.75x the baseline's seconds per view, on the second 1.25x:
+    at 0.90x its views, 4 views are faster on one and slower on the other."""
+    base, four = ("mabt", 2, 2048, "fixed", 1.0, 20), ("mabt", 4, 256, "rule", 1.0, 10)
+    grid = grid_of((*base, (50.0,)), (*four, (60.0,)))
+    a = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]
+    b = [{**r, "cpu": "b"} for r in (step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.5))]
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], a + b)
+    assert (
+        "| run | views | x baseline's views | s at the step rate of c | x baseline's time: c | x baseline's time: b |"
+        in lines
+    )
+    assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,055 | 0.68 | 1.12 |" in lines  # seconds: the first CPU's
+    verdict = (
+        "- mabt m=4 d=256 rule: depends on the CPU so far: 0.68x (c), 1.12x (b) the baseline's time, 0.90x its views"
+    )
+    assert any(line.startswith(verdict) for line in lines)
+    assert (
+        "(step times measured d, c; step times measured d, b: `python benchmarks/cpu_claims.py --step-times`.)" in lines
+    )
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], b + a)  # the file's order sets the first
+    assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,758 | 1.12 | 0.68 |" in lines
+    fast = [{**r, "cpu": "b"} for r in (step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.4))]
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], a + fast)
+    assert any(
+        line.startswith("- mabt m=4 d=256 rule: holds so far: 0.68x (c), 0.90x (b) the baseline's time")
+        for line in lines
+    )
+
+
 def test_the_baselines_time_is_its_whole_run_when_a_seed_ends_below_the_seeds_mean():
     """Seed 1 of the baseline ends at 50%, seed 2 at 52%: the target is their mean, 51%, which
     seed 1's curve never reaches; the baseline's cost is still its whole run (2M views), and
@@ -719,6 +749,26 @@ def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_
     assert len(read_csv(tmp_path / "step_times.csv")) == n
 
 
+def test_step_times_replace_this_machines_rows_and_keep_another_machines(monkeypatch, tmp_path):
+    """The wall-clock ratios depend on the CPU: a second machine's measurement is added beside
+    the first's, and measuring again replaces only one's own rows, in place."""
+    import step_clock
+
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    monkeypatch.setattr(step_clock, "run_setting", lambda overrides, steps, out, profile, recipe="": [0.5] * steps)
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    monkeypatch.setattr(cpu_claims, "STEP_TIMES", tmp_path / "step_times.csv")
+    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "here")
+    first = {**step_row("mabt", 2, 2048, 0.2), "cpu": "first"}
+    write_csv(tmp_path / "step_times.csv", [first, {**step_row("mabt", 2, 2048, 9.0), "cpu": "here"}])
+    cpu_claims.measure_step_times(rounds=1, steps=2)
+    saved = read_csv(tmp_path / "step_times.csv")
+    n = len(cpu_claims.step_settings())
+    assert [r["cpu"] for r in saved] == ["first"] + ["here"] * n  # the first machine stays first
+    assert float(saved[0]["s_per_step"]) == 0.2 and {float(r["s_per_step"]) for r in saved[1:]} == {0.5}
+
+
 def test_an_estimate_scales_another_settings_run_by_the_measured_step_times():
     """Width 32 measured 2.0x the width-16 step, not the 4x the width squared would say."""
     narrow = [{"run": "a", "method": "mabt", "m": "2", "d": "2048", "epoch": "1", "views_seen": "100000",
@@ -730,6 +780,10 @@ def test_an_estimate_scales_another_settings_run_by_the_measured_step_times():
     steps.append(step_row("mabt", 4, 256, 0.4))  # per view: 0.4 / 512 against 0.4 / 256
     # 200,000 views at half the baseline's 1 ms; the same evaluation (same width)
     assert cpu_claims.estimate_minutes(four, narrow, steps) == pytest.approx((200_000 * 0.5e-3 + 30) / 60)
+    # another machine where 4 views cost as much per view as the baseline: this machine's ratio counts
+    other = [{**r, "cpu": "other"} for r in (step_row("mabt", 2, 2048, 0.4), step_row("mabt", 4, 256, 0.8))]
+    assert cpu_claims.estimate_minutes(four, narrow, steps + other, "other") == pytest.approx((200_000e-3 + 30) / 60)
+    assert cpu_claims.estimate_minutes(four, narrow, steps + other, "c") == pytest.approx((200_000 * 0.5e-3 + 30) / 60)
 
 
 @pytest.mark.parametrize(
@@ -802,10 +856,13 @@ def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(sca
     from mvssl_plugin.runs import write_csv
 
     results, curves = rows("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, (60.0,))
+    four = rows("mabt", 4, 256, "rule", 1.0, cpu_claims.BASE_EPOCHS, (70.0,))
     out = tmp_path / "gpu_claims"
     out.mkdir()
-    write_csv(out / "results.csv", results)
-    write_csv(out / "curves.csv", curves)
+    write_csv(out / "results.csv", results + four[0])
+    write_csv(out / "curves.csv", curves + four[1])
+    steps = [step_row("mabt", 2, 2048, 0.2, width=64), step_row("mabt", 4, 256, 0.3, width=64)]
+    write_csv(out / "step_times.csv", steps)  # the GPU's steps are at width 64
     repo = tmp_path / "repo"
     repo.mkdir()
     readme = repo / "README.md"
@@ -815,6 +872,8 @@ def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(sca
     summary = (out / "summary.md").read_text()
     assert summary.startswith("# The paper's claims on all of CIFAR-10: ResNet-18, GPU")
     assert "| mabt m=2 d=2048 fixed | 20 | 60.0 (1 seed) |" in summary
+    # 4 views reach 60% at epoch 18 (3.6M views, 1.8x the baseline's), at 0.75x its seconds per view
+    assert "- mabt m=4 d=256 rule: does not hold so far: 1.35x the baseline's time, 1.80x its views" in summary
     assert "bf16 against fp32" not in summary and "backbone's width" not in summary  # the CPU's questions
     assert readme.read_text() == (REPO / "README.md").read_text()  # the README's table is the CPU's
 
