@@ -8,7 +8,8 @@ and against training seconds. A verdict says "holds" or "does not hold" only whe
 sides have two seeds and the gap is larger than the larger of the two spreads;
 otherwise it says "inconclusive" and why; a claim of equal accuracy (the data claim) holds
 where the gap is not below minus that spread; the views claim is decided in time: the views
-to reach the baseline's final kNN at the step times measured side by side.
+to reach the baseline's final kNN at the step times measured side by side, on every machine
+that measured them (the ratios differ by CPU).
 
 Pure: rows in, text and plots out; ``cpu_claims.py`` reads the CSVs and calls it (this
 module imports nothing of it).
