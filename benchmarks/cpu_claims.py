@@ -83,7 +83,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_claims_report import seconds_per_view  # noqa: E402
+from cpu_claims_report import seconds_per_view, step_times_by_machine  # noqa: E402
 from step_clock import cifar_root  # noqa: E402
 
 
@@ -454,10 +454,9 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
                 "date": time.strftime("%Y-%m-%d %H:%M"),
             }
         )
-    here = cpu_description()
-    kept = read_csv(STEP_TIMES)
-    order = list(dict.fromkeys([r.get("cpu") for r in kept] + [here]))
-    write_csv(STEP_TIMES, [r for cpu in order for r in (rows if cpu == here else kept) if r.get("cpu") == cpu])
+    by_machine = step_times_by_machine(read_csv(STEP_TIMES))
+    by_machine[cpu_description()] = rows  # in place when this machine measured before, else last
+    write_csv(STEP_TIMES, [r for group in by_machine.values() for r in group])
     print("| method | m | d | width | s / step | views / s |\n|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['method']} | {r['m']} | {r['d']} | {r['width']} | {r['s_per_step']} | {r['views_per_s']} |")
@@ -804,7 +803,7 @@ def estimate_minutes(
     spans = same or width or spans
     if not spans:
         return None
-    step_times = [r for r in step_times if r.get("cpu") == machine] or step_times  # this machine's ratios
+    step_times = step_times_by_machine(step_times).get(machine) or step_times  # this machine's ratios
     mine = seconds_per_view(step_times, point.method, point.m, point.d, point.width)
 
     def factor(r: dict) -> float:

@@ -118,7 +118,7 @@ def verdict(grid: Grid, better: Key, worse: Key, claim: str, matches: bool = Fal
     return f"{'holds' if gap > 0 else 'does not hold'}: {gap:+.1f} points, seeds' spread {noise:.1f} ({claim})"
 
 
-def machines(step_times: Sequence[dict]) -> Dict[str, List[dict]]:
+def step_times_by_machine(step_times: Sequence[dict]) -> Dict[str, List[dict]]:
     """``step_times.csv``'s rows by the machine that measured them (its ``cpu`` column), in the
     file's order. Which step is cheaper per view depends on the CPU, so every machine gets its
     own time ratio in a verdict; seconds in tables and plots are the first machine's."""
@@ -134,7 +134,7 @@ def seconds_per_view(
     """Seconds one view of this training step takes (batch 128) on the first machine of
     ``step_times``; of any width when ``width`` is None (the report's rows have the grid's
     width only); None where it was not measured."""
-    rows = next(iter(machines(step_times).values()), [])
+    rows = next(iter(step_times_by_machine(step_times).values()), [])
     for row in rows:
         if (row["method"], int(row["m"]), int(row["d"])) == (method, m, d) and width in (None, int(row["width"])):
             return float(row["s_per_step"]) / (128 * m)
@@ -147,7 +147,7 @@ def time_ratios(
     """(machine, x the baseline's time) of ``views`` of ``key`` against ``base_views`` of the
     baseline, for every machine that measured both steps."""
     out = []
-    for cpu, rows in machines(step_times).items():
+    for cpu, rows in step_times_by_machine(step_times).items():
         rate, base_rate = seconds_per_view(rows, *key[:3]), seconds_per_view(rows, *base[:3])
         if rate is not None and base_rate is not None:
             out.append((cpu, views * rate / (base_views * base_rate)))
@@ -234,7 +234,7 @@ def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequen
         running = grid.unfinished(base)
         where = f" (at {running[0][2]:.1f}% after epoch {running[0][1]})" if running else ""
         return [f"Views and seconds to reach the baseline: the baseline has not finished{where}.", ""]
-    cpus = list(machines(step_times)) or ["-"]
+    cpus = list(step_times_by_machine(step_times)) or ["-"]
     lines = [f"The 2-view baseline's final kNN: {target:.1f}%. First reached at:", ""]
     if len(cpus) == 1:
         lines += ["| run | views | x baseline's views | s at the measured step rate | x baseline's time |"]
@@ -260,7 +260,8 @@ def reach_section(grid: Grid, base: Key, keys: Sequence[Key], step_times: Sequen
     lines += [""] + equal_seconds_table(grid, base, keys, step_times)
     verdicts = [f"- {_label(key)}: {views_verdict(grid, base, key, step_times)}" for key in keys if key != base]
     when = "; ".join(
-        f"step times measured {rows[0].get('date', '?')}, {cpu}" for cpu, rows in machines(step_times).items()
+        f"step times measured {rows[0].get('date', '?')}, {cpu}"
+        for cpu, rows in step_times_by_machine(step_times).items()
     )
     when = when or "no step times measured yet"
     return lines + ["", f"({when}: `python benchmarks/cpu_claims.py --step-times`.)", ""] + verdicts + [""]
@@ -276,7 +277,7 @@ def equal_seconds_table(grid: Grid, base: Key, keys: Sequence[Key], step_times: 
     if base_rate is None or not base_rows:
         return []
     timed = [{**r, "train_seconds": float(r["views_seen"]) * base_rate} for r in base_rows]
-    cpu = next(iter(machines(step_times)))
+    cpu = next(iter(step_times_by_machine(step_times)))
     lines = [f"At equal seconds (seed 1, step rates of {cpu}):", ""]
     lines += ["| run | epoch | s at the step rate | kNN | the baseline's kNN at the same s |", "|---|---|---|---|---|"]
     for key in keys:
@@ -370,7 +371,7 @@ def plot(grid: Grid, keys: Sequence[Key], path: Path, title: str, step_times: Se
             knn = [float(r["knn_backbone"]) for r in rows]
             axes[0].plot([float(r["views_seen"]) for r in rows], knn, style, color=color, label=label)
             axes[1].plot(seconds, knn, style, color=color, label=label)
-    first = next(iter(machines(step_times)), "?")
+    first = next(iter(step_times_by_machine(step_times)), "?")
     xlabel = {
         frozenset({True}): f"seconds at the step rates measured side by side\n({first})",
         frozenset({False}): "training seconds (indicative: shared machine)",
