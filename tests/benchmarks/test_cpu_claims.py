@@ -39,6 +39,8 @@ def test_the_data_claim_compares_equal_views_and_more_views_run_to_twice_the_bas
     assert {p.epochs * p.m * p.fraction for p in data} == {2 * e}
     views = {p.m: p.epochs * p.m * p.fraction for p in cpu_claims.grid() if "views" in p.parts and p.method == "mabt"}
     assert views == {2: 2 * e, 4: 4 * e, 8: 4 * e}  # 4 and 8 views: whether and when they reach the baseline
+    vicreg = {p.m: p.epochs * p.m * p.fraction for p in cpu_claims.grid() if "vicreg" in p.parts}
+    assert vicreg == {2: 2 * e, 4: 4 * e}  # VICReg's pair the same way
 
 
 def test_a_longer_run_goes_on_from_a_finished_shorter_run_of_its_setting(monkeypatch, tmp_path):
