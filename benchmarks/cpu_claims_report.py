@@ -321,6 +321,8 @@ def claims_table(
          views_verdict(grid, base, ("mabt", 4, 256, "rule", 1.0, e), step_times)),
         ("views", "m = 8, d = 256, rule, the same",
          views_verdict(grid, base, ("mabt", 8, 256, "rule", 1.0, e // 2), step_times)),
+        ("views", "VICReg (`mavicreg`): m = 4, d = 256, rule vs m = 2, d = 2048, fixed, the same",
+         views_verdict(grid, ("mavicreg", 2, 2048, "fixed", 1.0, e), ("mavicreg", 4, 256, "rule", 1.0, e), step_times)),
         ("data", "4 x 50% vs 2 x 100%, equal views",
          verdict(grid, ("mabt", 4, 256, "rule", 0.5, e), two, "4 x 50%", matches=True)),
         ("data", "8 x 25% vs 2 x 100%, equal views",
@@ -491,39 +493,14 @@ def width_section(
 PROJECTOR_DS = (64, 256, 2048)
 
 
-def write_report(
-    out: Path,
-    results: List[dict],
-    curves: List[dict],
-    step_times: List[dict],
-    base_epochs: int,
-    width_pairs: Sequence[Tuple[str, str]],
-    rates: Dict[str, float],
-    readme: Optional[Path] = None,
-    setting: str = "width-16 ResNet-18, CPU",
-) -> Path:
-    """Writes ``summary.md`` and one plot per claim under ``out`` from the CSVs' rows, and the
-    claims table into ``readme`` between its markers; returns summary.md. ``width_pairs`` and
-    ``rates``: see :func:`width_section`."""
-    grid = Grid(results, curves)
-    e = base_epochs
+Section = Tuple[str, str, List[Key], List[Tuple[Key, Key, str]]]  # title, slug, runs, contests
+
+
+def sections(e: int) -> List[Section]:
+    """The report's sections: title, plot name, the settings it shows (``e``: the baseline's
+    epochs) and the pairs it judges. Every setting of the grid is in one of them (tested)."""
     baseline: Key = ("mabt", 2, 2048, "fixed", 1.0, e)
-    lines = [
-        f"# The paper's claims on all of CIFAR-10: {setting}",
-        "",
-        "Made by `python benchmarks/cpu_claims.py --report` from `results.csv` and `curves.csv`",
-        "(the setting and the method: `benchmarks/cpu_claims.py`). Backbone kNN top-1 on the 10,000",
-        "test images, k = 20, cosine; the mean over seeds ± half their spread.",
-        "",
-    ]
-    table = claims_table(grid, step_times, e, setting)
-    lines += ["## The claims at a glance", ""] + table + [""]
-    if readme is not None:
-        readme.write_text(replace_block(readme.read_text(), table))
-    if "CPU" in setting:  # questions about the CPU only: its bf16, its backbone width
-        lines += precision_section(results)
-        lines += width_section(curves, width_pairs, rates)
-    sections = [
+    return [
         (
             "Projector: beta by the rule keeps a small projector working (m = 2)",
             "projector",
@@ -552,12 +529,45 @@ def write_report(
         (
             "VICReg and MMCR",
             "vicreg",
-            [("mavicreg", 2, 2048, "fixed", 1.0, e), ("mavicreg", 4, 256, "rule", 1.0, e // 2)]
+            [("mavicreg", 2, 2048, "fixed", 1.0, e), ("mavicreg", 4, 256, "rule", 1.0, e)]
             + [("mmcr", 4, 256, "none", 1.0, e // 2)],
             [],
         ),
     ]
-    for title, slug, keys, contests in sections:
+
+
+def write_report(
+    out: Path,
+    results: List[dict],
+    curves: List[dict],
+    step_times: List[dict],
+    base_epochs: int,
+    width_pairs: Sequence[Tuple[str, str]],
+    rates: Dict[str, float],
+    readme: Optional[Path] = None,
+    setting: str = "width-16 ResNet-18, CPU",
+) -> Path:
+    """Writes ``summary.md`` and one plot per claim under ``out`` from the CSVs' rows, and the
+    claims table into ``readme`` between its markers; returns summary.md. ``width_pairs`` and
+    ``rates``: see :func:`width_section`."""
+    grid = Grid(results, curves)
+    e = base_epochs
+    lines = [
+        f"# The paper's claims on all of CIFAR-10: {setting}",
+        "",
+        "Made by `python benchmarks/cpu_claims.py --report` from `results.csv` and `curves.csv`",
+        "(the setting and the method: `benchmarks/cpu_claims.py`). Backbone kNN top-1 on the 10,000",
+        "test images, k = 20, cosine; the mean over seeds ± half their spread.",
+        "",
+    ]
+    table = claims_table(grid, step_times, e, setting)
+    lines += ["## The claims at a glance", ""] + table + [""]
+    if readme is not None:
+        readme.write_text(replace_block(readme.read_text(), table))
+    if "CPU" in setting:  # questions about the CPU only: its bf16, its backbone width
+        lines += precision_section(results)
+        lines += width_section(curves, width_pairs, rates)
+    for title, slug, keys, contests in sections(e):
         lines += [f"## {title}", "", f"![{slug}]({slug}.png)", ""]
         lines += ["| run | epochs | final kNN | projector RankMe |", "|---|---|---|---|"]
         for key in keys:

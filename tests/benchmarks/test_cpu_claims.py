@@ -32,6 +32,18 @@ def test_the_report_judges_the_projector_at_every_d_the_grid_runs():
     assert ds == {(d, beta) for d in cpu_claims_report.PROJECTOR_DS for beta in ("rule", "fixed")}
 
 
+def test_every_setting_of_the_grid_has_a_place_in_the_report_and_the_report_no_other():
+    """The report names its settings itself (it imports nothing of the grid): a setting run
+    under another epoch budget than the report shows would be run and never reported."""
+    grid = {
+        (p.method, p.m, p.d, p.beta, p.fraction, p.epochs)
+        for p in cpu_claims.grid()
+        if not {"precision", "width"} & set(p.parts)
+    }
+    shown = {key for _, _, keys, _ in cpu_claims_report.sections(cpu_claims.BASE_EPOCHS) for key in keys}
+    assert shown == grid
+
+
 def test_the_data_claim_compares_equal_views_and_more_views_run_to_twice_the_baselines():
     """Views processed per epoch = images x m: the budgets in epochs set them."""
     e = cpu_claims.BASE_EPOCHS
