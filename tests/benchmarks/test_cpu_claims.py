@@ -44,6 +44,17 @@ def test_every_setting_of_the_grid_has_a_place_in_the_report_and_the_report_no_o
     assert shown == grid
 
 
+def test_the_claims_table_judges_only_settings_the_report_shows_and_every_claim():
+    """The table names its comparisons apart from the sections: a setting renamed in one and not
+    the other would be judged "not run yet" forever."""
+    e = cpu_claims.BASE_EPOCHS
+    shown = {key for _, _, keys, _ in cpu_claims_report.sections(e) for key in keys}
+    rows = cpu_claims_report.claims(e)
+    assert {key for *_, a, b in rows for key in (a, b)} <= shown
+    assert {claim for claim, *_ in rows} == set(cpu_claims_report.PAPER)
+    assert {how for _, _, how, _, _ in rows} <= {"reach", "beats", "matches"}
+
+
 def test_the_data_claim_compares_equal_views_and_more_views_run_to_twice_the_baselines():
     """Views processed per epoch = images x m: the budgets in epochs set them."""
     e = cpu_claims.BASE_EPOCHS
