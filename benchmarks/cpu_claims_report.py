@@ -70,19 +70,26 @@ class Grid:
                 out.append((seed, int(last["epoch"]), float(last["knn_backbone"])))
         return out
 
+    def first_at(self, key: Key, seed: int, target: float) -> Optional[dict]:
+        """The first row of ``seed``'s curve at or above ``target``, if any."""
+        rows = sorted(self.curves.get(key, {}).get(seed, []), key=lambda r: int(r["epoch"]))
+        return next((r for r in rows if float(r["knn_backbone"]) >= target), None)
+
+    def pending(self, key: Key, target: float) -> List[Tuple[int, int, float]]:
+        """The :meth:`unfinished` seeds whose curve has not reached ``target`` yet."""
+        return [u for u in self.unfinished(key) if self.first_at(key, u[0], target) is None]
+
     def reach(self, key: Key, target: float) -> Optional[Tuple[float, float]]:
         """(mean views, mean training seconds) at which each seed's curve first reaches ``target``;
-        None if a seed's finished run never does."""
-        found = []
-        for rows in self.curves.get(key, {}).values():
-            rows = sorted(rows, key=lambda r: int(r["epoch"]))
-            hit = next((r for r in rows if float(r["knn_backbone"]) >= target), None)
-            if hit is None:
-                return None
-            found.append((float(hit["views_seen"]), float(hit["train_seconds"])))
-        if not found:
+        None if a seed's finished run never does, or no seed has reached it. A seed still running
+        below ``target`` (:meth:`pending`) is left out: its first reach is still to come."""
+        waiting = {seed for seed, _, _ in self.pending(key, target)}
+        hits = [self.first_at(key, seed, target) for seed in self.curves.get(key, {}) if seed not in waiting]
+        if not hits or None in hits:
             return None
-        return statistics.mean(v for v, _ in found), statistics.mean(s for _, s in found)
+        return statistics.mean(float(h["views_seen"]) for h in hits), statistics.mean(
+            float(h["train_seconds"]) for h in hits
+        )
 
 
 def _cell(
@@ -210,13 +217,19 @@ def views_verdict(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -
     if target is None:
         return "inconclusive: the baseline has not finished"
     found = time_to_baseline(grid, base, key, step_times)
+    waiting = grid.pending(key, target)
+    # a seed still running below the target leaves the verdict to the seeds that have spoken
+    later = "".join(f"; seed {seed} unfinished: {knn:.1f}% at epoch {epoch}" for seed, epoch, knn in waiting)
     if found is None:
-        if key in grid.final and not grid.unfinished(key):
-            return short_of_baseline(grid, base, key, step_times)
+        if key in grid.final:  # a finished seed never reached it
+            running = grid.unfinished(key)
+            return short_of_baseline(grid, base, key, step_times) + "".join(
+                f"; seed {seed} unfinished: {knn:.1f}% at epoch {epoch}" for seed, epoch, knn in running
+            )
         return f"inconclusive: not finished, not at {target:.1f}% yet" if grid.unfinished(key) else "not run yet"
     _, views_x, ratios = found
-    seeds, base_seeds = len(grid.curves.get(key, {})), len(grid.final[base])  # every seed's curve reached it
-    how = f"({seeds} seed{'s' * (seeds != 1)}; the baseline {base_seeds})"
+    seeds, base_seeds = len(grid.curves.get(key, {})) - len(waiting), len(grid.final[base])  # each reached it
+    how = f"({seeds} seed{'s' * (seeds != 1)}; the baseline {base_seeds}{later})"
     if not ratios:
         return f"in views {views_x:.2f}x the baseline's; time not measured {how}"
     faster = {x < 1 for _, x in ratios}

@@ -679,6 +679,38 @@ def test_each_machines_step_rates_give_their_own_time_and_the_verdict_needs_all_
     )
 
 
+def test_a_seed_still_running_below_the_baseline_leaves_the_verdict_to_the_finished_seeds():
+    """Seed 1 of 4 views reached the baseline and finished; seed 2 is at epoch 5 of 10, below it:
+    its first reach is still to come, so seed 1's stands, with seed 2's place beside it."""
+    base, four = ("mabt", 2, 2048, "fixed", 1.0, 20), ("mabt", 4, 256, "rule", 1.0, 10)
+    steps = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]
+    results, curves = rows(*base, (50.0,))
+    r4, c4 = rows(*four, (60.0, 60.0))
+    running = [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 5]  # seed 2: 30% at epoch 5
+    grid = cpu_claims_report.Grid(results + r4[:1], curves + running)
+    assert grid.pending(four, 50.0) == [(2, 5, 30.0)]
+    assert grid.reach(four, 50.0) == (1_800_000, 1_800)
+    lines = cpu_claims_report.reach_section(grid, base, [base, four], steps)
+    assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,055 | 0.68 |" in lines
+    assert (
+        "- mabt m=4 d=256 rule: holds so far: 0.68x the baseline's time, 0.90x its views"
+        " (1 seed; the baseline 1; seed 2 unfinished: 30.0% at epoch 5)"
+    ) in lines
+    # once seed 2 reaches the baseline, unfinished or not, it counts
+    grid = cpu_claims_report.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 9])
+    assert grid.pending(four, 50.0) == []
+    assert cpu_claims_report.views_verdict(grid, base, four, steps).endswith("(2 seeds; the baseline 1)")
+    # a finished seed that never reached it is judged short, the running seed named
+    r4, c4 = rows(*four, (45.0, 60.0))
+    grid = cpu_claims_report.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 5])
+    text = cpu_claims_report.views_verdict(grid, base, four, steps)
+    assert text.startswith("inconclusive so far: ends at 45.0% (-5.0 against the baseline's 50.0%)"), text
+    assert text.endswith("; seed 2 unfinished: 30.0% at epoch 5"), text
+    # no seed finished, none at the baseline yet
+    grid = cpu_claims_report.Grid(results, curves + [r for r in c4 if r["epoch"] <= 5])
+    assert cpu_claims_report.views_verdict(grid, base, four, steps) == "inconclusive: not finished, not at 50.0% yet"
+
+
 def test_the_baselines_time_is_its_whole_run_when_a_seed_ends_below_the_seeds_mean():
     """Seed 1 of the baseline ends at 50%, seed 2 at 52%: the target is their mean, 51%, which
     seed 1's curve never reaches; the baseline's cost is still its whole run (2M views), and
