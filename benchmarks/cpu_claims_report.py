@@ -83,9 +83,15 @@ class Grid:
         """(mean views, mean training seconds) at which each seed's curve first reaches ``target``;
         None if a seed's finished run never does, or no seed has reached it. A seed still running
         below ``target`` (:meth:`pending`) is left out: its first reach is still to come."""
-        waiting = {seed for seed, _, _ in self.pending(key, target)}
-        hits = [self.first_at(key, seed, target) for seed in self.curves.get(key, {}) if seed not in waiting]
-        if not hits or None in hits:
+        done = {int(r["seed"]) for r in self.final.get(key, [])}
+        hits = []
+        for seed in self.curves.get(key, {}):
+            hit = self.first_at(key, seed, target)
+            if hit is None and seed in done:
+                return None
+            if hit is not None:
+                hits.append(hit)
+        if not hits:
             return None
         return statistics.mean(float(h["views_seen"]) for h in hits), statistics.mean(
             float(h["train_seconds"]) for h in hits
@@ -218,18 +224,18 @@ def views_verdict(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -
         return "inconclusive: the baseline has not finished"
     found = time_to_baseline(grid, base, key, step_times)
     waiting = grid.pending(key, target)
-    # a seed still running below the target leaves the verdict to the seeds that have spoken
-    later = "".join(f"; seed {seed} unfinished: {knn:.1f}% at epoch {epoch}" for seed, epoch, knn in waiting)
+
+    def running(seeds: Sequence[Tuple[int, int, float]]) -> str:
+        return "".join(f"; seed {seed} unfinished: {knn:.1f}% at epoch {epoch}" for seed, epoch, knn in seeds)
+
     if found is None:
         if key in grid.final:  # a finished seed never reached it
-            running = grid.unfinished(key)
-            return short_of_baseline(grid, base, key, step_times) + "".join(
-                f"; seed {seed} unfinished: {knn:.1f}% at epoch {epoch}" for seed, epoch, knn in running
-            )
+            return short_of_baseline(grid, base, key, step_times) + running(grid.unfinished(key))
         return f"inconclusive: not finished, not at {target:.1f}% yet" if grid.unfinished(key) else "not run yet"
     _, views_x, ratios = found
     seeds, base_seeds = len(grid.curves.get(key, {})) - len(waiting), len(grid.final[base])  # each reached it
-    how = f"({seeds} seed{'s' * (seeds != 1)}; the baseline {base_seeds}{later})"
+    # a seed still running below the target leaves the verdict to the seeds that have reached it
+    how = f"({seeds} seed{'s' * (seeds != 1)}; the baseline {base_seeds}{running(waiting)})"
     if not ratios:
         return f"in views {views_x:.2f}x the baseline's; time not measured {how}"
     faster = {x < 1 for _, x in ratios}
