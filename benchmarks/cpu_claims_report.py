@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 Key = Tuple[str, int, int, str, float, int]  # method, m, d, beta, fraction, epochs
 
@@ -326,7 +326,15 @@ README_START = "<!-- cpu-claims table: made by `python benchmarks/cpu_claims.py 
 README_END = "<!-- end of the cpu-claims table -->"
 
 
-Claim = Tuple[str, str, str, Key, Key]  # claim, what is compared, how ("reach", "beats", "matches"), a, b
+class Claim(NamedTuple):
+    """One comparison of the claims table."""
+
+    claim: str  # the paper's claim (a key of PAPER)
+    text: str  # what is compared, as the table prints it
+    how: str  # "reach", "beats" or "matches" (see :func:`claims`)
+    a: Key
+    b: Key
+    label: str = ""  # ``a``'s short name in a "beats"/"matches" verdict
 
 
 def claims(e: int) -> List[Claim]:
@@ -336,15 +344,15 @@ def claims(e: int) -> List[Claim]:
     base: Key = ("mabt", 2, 2048, "fixed", 1.0, e)
     two: Key = ("mabt", 2, 256, "rule", 1.0, e)
     return [
-        ("projector", "d = 64, rule vs fixed beta", "beats",
-         ("mabt", 2, 64, "rule", 1.0, e), ("mabt", 2, 64, "fixed", 1.0, e)),
-        ("views", "m = 4, d = 256, rule vs m = 2, d = 2048, fixed: time to the baseline's final kNN", "reach",
-         ("mabt", 4, 256, "rule", 1.0, e), base),
-        ("views", "m = 8, d = 256, rule, the same", "reach", ("mabt", 8, 256, "rule", 1.0, e // 2), base),
-        ("views", "VICReg (`mavicreg`): m = 4, d = 256, rule vs m = 2, d = 2048, fixed, the same", "reach",
-         ("mavicreg", 4, 256, "rule", 1.0, e), ("mavicreg", 2, 2048, "fixed", 1.0, e)),
-        ("data", "4 x 50% vs 2 x 100%, equal views", "matches", ("mabt", 4, 256, "rule", 0.5, e), two),
-        ("data", "8 x 25% vs 2 x 100%, equal views", "matches", ("mabt", 8, 256, "rule", 0.25, e), two),
+        Claim("projector", "d = 64, rule vs fixed beta", "beats",
+              ("mabt", 2, 64, "rule", 1.0, e), ("mabt", 2, 64, "fixed", 1.0, e), "d = 64"),
+        Claim("views", "m = 4, d = 256, rule vs m = 2, d = 2048, fixed: time to the baseline's final kNN", "reach",
+              ("mabt", 4, 256, "rule", 1.0, e), base),
+        Claim("views", "m = 8, d = 256, rule, the same", "reach", ("mabt", 8, 256, "rule", 1.0, e // 2), base),
+        Claim("views", "VICReg (`mavicreg`): m = 4, d = 256, rule vs m = 2, d = 2048, fixed, the same", "reach",
+              ("mavicreg", 4, 256, "rule", 1.0, e), ("mavicreg", 2, 2048, "fixed", 1.0, e)),
+        Claim("data", "4 x 50% vs 2 x 100%, equal views", "matches", ("mabt", 4, 256, "rule", 0.5, e), two, "4 x 50%"),
+        Claim("data", "8 x 25% vs 2 x 100%, equal views", "matches", ("mabt", 8, 256, "rule", 0.25, e), two, "8 x 25%"),
     ]  # fmt: skip
 
 
@@ -354,14 +362,14 @@ def claims_table(
     """One row per comparison of :func:`claims`: the paper's figure, the comparison, its verdict."""
     lines = [f"| claim | paper | benchmark: all of CIFAR-10, {setting} | verdict |", "|---|---|---|---|"]
     previous = None
-    for claim, ours, how, a, b in claims(epochs):
-        if how == "reach":
-            said = views_verdict(grid, b, a, step_times)
+    for c in claims(epochs):
+        if c.how == "reach":
+            said = views_verdict(grid, c.b, c.a, step_times)
         else:
-            said = verdict(grid, a, b, ours.split(" vs ")[0].split(",")[0], matches=how == "matches")
-        again = claim == previous
-        lines.append(f"| {'' if again else claim} | {'' if again else PAPER[claim]} | {ours} | {said} |")
-        previous = claim
+            said = verdict(grid, c.a, c.b, c.label, matches=c.how == "matches")
+        again = c.claim == previous
+        lines.append(f"| {'' if again else c.claim} | {'' if again else PAPER[c.claim]} | {c.text} | {said} |")
+        previous = c.claim
     return lines
 
 
