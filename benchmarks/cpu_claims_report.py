@@ -79,10 +79,11 @@ class Grid:
         """The :meth:`unfinished` seeds whose curve has not reached ``target`` yet."""
         return [u for u in self.unfinished(key) if self.first_at(key, u[0], target) is None]
 
-    def reach(self, key: Key, target: float) -> Optional[Tuple[float, float]]:
-        """(mean views, mean training seconds) at which each seed's curve first reaches ``target``;
-        None if a seed's finished run never does, or no seed has reached it. A seed still running
-        below ``target`` (:meth:`pending`) is left out: its first reach is still to come."""
+    def reach(self, key: Key, target: float) -> Optional[float]:
+        """Mean views at which each seed's curve first reaches ``target``; None if a seed's
+        finished run never does, or no seed has reached it. A seed still running below ``target``
+        (:meth:`pending`) is left out: its first reach is still to come. Views, not the runs' own
+        seconds: those depend on the machine each epoch ran on (time comes from step rates)."""
         done = {int(r["seed"]) for r in self.final.get(key, [])}
         hits = []
         for seed in self.curves.get(key, {}):
@@ -90,12 +91,8 @@ class Grid:
             if hit is None and seed in done:
                 return None
             if hit is not None:
-                hits.append(hit)
-        if not hits:
-            return None
-        return statistics.mean(float(h["views_seen"]) for h in hits), statistics.mean(
-            float(h["train_seconds"]) for h in hits
-        )
+                hits.append(float(hit["views_seen"]))
+        return statistics.mean(hits) if hits else None
 
 
 def _cell(
@@ -190,10 +187,9 @@ def time_to_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]
     if key == base:
         views = base_views
     else:
-        got = grid.reach(key, target)
-        if got is None:
+        views = grid.reach(key, target)
+        if views is None:
             return None
-        views = got[0]
     return views, views / base_views, time_ratios(step_times, key, base, views, base_views)
 
 
