@@ -28,13 +28,15 @@ it there (auto-resume), on this machine. ``results.csv`` and ``curves.csv`` are 
 so the grid also continues elsewhere. A stopped run goes on elsewhere too: its checkpoint
 (with args.json, run.json, metrics.csv) is copied into ``carry/<run>/`` to be committed, if
 it is at most ``CARRY_MAX_MB`` (16 MiB: the width-16 runs up to d = 256, about 10 MiB with
-Adam's state; not the d = 2048 ones), and a machine without the run's folder resumes it from
-there; the finished row's ``cpu`` and ``precision`` then name each machine's epochs, and
-``carry/<run>/`` is deleted. A larger one would start over elsewhere, so a call skips such a
-run when its budget cannot finish it, by an estimate from the epochs already in ``curves.csv``
-(this machine's own, where it has any: ``--list`` gives each run's minutes left here and their
-sum), and goes on to the next run (``--start-anyway`` starts it all the same); a run small
-enough to carry always starts, and a run resumed here or carried always goes on.
+Adam's state; not the d = 2048 ones), and a machine without the run's folder (or with a
+checkpoint whose args.json is gone, as ``git clean`` leaves it) resumes it from there, however
+long it waited (auto-resume's 36 h window is lifted); the finished row's ``cpu`` and
+``precision`` then name each machine's epochs, and ``carry/<run>/`` is deleted. A larger one
+would start over elsewhere, so a call skips such a run when its budget cannot finish it, by an
+estimate from the epochs already in ``curves.csv`` (this machine's own, where it has any:
+``--list`` gives each run's minutes left here and their sum), and goes on to the next run
+(``--start-anyway`` starts it all the same); a run small enough to carry always starts, and a
+run resumed here or carried always goes on.
 The budget counts minutes the harness was not paused. ``--until HH:MM`` (this machine's clock)
 ends the call at that time whatever the pauses, e.g. to leave the end of a session to the
 test suite; with ``--budget-min`` too, whichever comes first.
@@ -364,6 +366,7 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
         f"seed={seed}",
         f"checkpoint.dir={OUT / 'runs' / point.name(seed)}",
         "auto_resume.enabled=true",
+        "++auto_resume.max_hours=87600",  # a run waits between sessions: the recipe's 36 h would start it over
         "wandb.enabled=false",
         "+enable_progress_bar=false",
         f"accelerator={SCALE.accelerator}",
@@ -390,6 +393,7 @@ _STEP_OWN = {
     "data.fraction",
     "checkpoint.dir",
     "auto_resume.enabled",
+    "auto_resume.max_hours",
     "wandb.enabled",
     "max_epochs",
     "enable_progress_bar",
@@ -833,15 +837,25 @@ def estimate_minutes(
 class HeadStart:
     """How far a run of the grid is on this machine before its next launch."""
 
-    here: bool  # its checkpoint is in runs/: it resumes
+    here: bool  # a checkpoint in runs/ its launch resumes (resumable_here)
     carried: bool  # its checkpoint is only in carry/ (another machine's, committed)
     shorter: Optional[Point]  # else a finished shorter run of its setting it goes on from
     done: int  # epochs already trained
 
 
+def resumable_here(name: str) -> bool:
+    """Whether ``runs/<name>/`` holds a checkpoint its launch resumes: a complete one beside
+    its args.json, as auto-resume needs. A checkpoint alone does not count: ``git clean``
+    keeps the ignored ``.ckpt`` and removes the args.json beside it, and auto-resume would
+    then start the run over, unseen, instead of taking its carried checkpoint."""
+    from mvssl_plugin.runs import ARGS, is_complete_checkpoint
+
+    return any(c.with_name(ARGS).is_file() and is_complete_checkpoint(c) for c in (OUT / "runs" / name).rglob("*.ckpt"))
+
+
 def head_start(point: Point, seed: int) -> HeadStart:
     name = point.name(seed)
-    here = any((OUT / "runs" / name).rglob("*.ckpt"))
+    here = resumable_here(name)
     carried = not here and any((OUT / "carry" / name).rglob("*.ckpt"))
     shorter = None if here or carried else prefix_run(point, seed)
     done = shorter.epochs if shorter is not None else epochs_done(name) if here or carried else 0

@@ -3,11 +3,13 @@ report's verdicts, on made-up CSV rows (the runs themselves take CPU-hours)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from helpers import REPO, make_image_folder
@@ -356,6 +358,59 @@ def test_the_first_launch_on_another_machine_resumes_the_carried_checkpoint(monk
     assert f"+resume_from_checkpoint='{copy}'" in cpu_claims.overrides(point, 1)[1]
 
 
+def _checkpoint(path, age_hours: float = 0.0):
+    """A file auto-resume reads as a complete checkpoint (a zip archive), written ``age_hours`` ago."""
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data.pkl", b"weights")
+    then = time.time() - age_hours * 3600
+    os.utime(path, (then, then))
+    return path
+
+
+def test_a_checkpoint_left_without_its_args_json_gives_way_to_the_carried_one(monkeypatch, tmp_path):
+    """``git clean`` keeps a run folder's ignored .ckpt and removes its args.json: auto-resume
+    cannot take that checkpoint, so the run must go on from its carry, not start over."""
+    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
+    monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    name = "mabt-m8-d256-rule-f1-e10-s2"
+    point, seed = cpu_claims.find_point(name)
+    stray = _checkpoint(tmp_path / "runs" / name / "mabt" / "old" / "x-ep=1-stopped.ckpt")
+    carried = _checkpoint(tmp_path / "carry" / name / "mabt" / "old" / "x-ep=1-stopped.ckpt")
+    (carried.parent / "args.json").write_text("{}")
+    start = cpu_claims.head_start(point, seed)
+    assert (start.here, start.carried) == (False, True)
+    assert cpu_claims.carry_in(name)
+    assert (stray.parent / "args.json").is_file()  # the carried folder replaced the stray one
+    assert f"+resume_from_checkpoint='{stray}'" in cpu_claims.overrides(point, seed)[1]
+    assert cpu_claims.head_start(point, seed).here
+
+
+def test_a_run_resumes_however_long_it_waited_between_sessions(monkeypatch, tmp_path):
+    """The recipes' auto-resume skips checkpoints older than 36 h; a grid run's launch takes its
+    checkpoint after 40 days all the same."""
+    from omegaconf import OmegaConf
+
+    from mvssl_plugin.cli.config_name import compose_recipe
+    from mvssl_plugin.train.checkpoints import find_resumable
+
+    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
+    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    point, seed = cpu_claims.find_point("mabt-m2-d64-rule-f1-e20-s2")
+    recipe, extra = cpu_claims.overrides(point, seed)
+    cfg = compose_recipe(recipe, "pretrain", extra)
+    logdir = Path(cfg.checkpoint.dir) / "mabt"
+    ckpt = _checkpoint(logdir / "offline-1" / "x-ep=3.ckpt", age_hours=40 * 24)
+    (ckpt.parent / "args.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True)))
+    assert find_resumable(cfg, str(logdir)).checkpoint == ckpt
+    assert cpu_claims.head_start(point, seed).here
+    cfg.auto_resume.max_hours = 36  # the recipe's own window would have started it over
+    assert find_resumable(cfg, str(logdir)).checkpoint is None
+
+
 def test_a_checkpoint_too_large_to_commit_is_not_carried(monkeypatch, tmp_path):
     monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
     monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
@@ -578,9 +633,8 @@ def test_the_list_gives_each_unfinished_runs_minutes_left_here_and_their_sum(sca
     rows = [curve_row(name, e, e * 100_000, e * 200, "S", eval_seconds=60) | {"knn_backbone": "40.0"} for e in (1, 2)]
     cpu_claims.OUT.mkdir(parents=True)
     write_csv(cpu_claims.CURVES, rows)
-    checkpoint = cpu_claims.OUT / "runs" / name / "mabt" / "x" / "ep=2.ckpt"
-    checkpoint.parent.mkdir(parents=True)
-    checkpoint.write_bytes(b"weights")
+    checkpoint = _checkpoint(cpu_claims.OUT / "runs" / name / "mabt" / "x" / "ep=2.ckpt")
+    (checkpoint.parent / "args.json").write_text("{}")
     monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "S")
     cpu_claims.list_grid([1])
     out = capsys.readouterr().out
