@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -35,6 +35,7 @@ from mvssl_plugin.runs import (
     describe_holder,
     is_complete_checkpoint,
     lock_holder,
+    newest_checkpoint,
     read_json,
     release_lock,
     take_lock,
@@ -246,21 +247,31 @@ class Resumable:
     wandb_run_id: Optional[str] = None
     differences: List[str] = field(default_factory=list)  # of the chosen run, accepted
     skipped: List[Path] = field(default_factory=list)  # unreadable checkpoints of matching runs
+    # complete checkpoints auto-resume may not take, with why: said when a new run starts instead
+    passed_over: List[Tuple[Path, str]] = field(default_factory=list)
 
 
 def find_resumable(cfg: DictConfig, logdir: str, accept_changes: bool = False) -> Resumable:
     """The run a relaunch continues: among the runs under ``logdir`` that solo-learn's
     AutoResumer would take (its keys match, a checkpoint younger than ``auto_resume.max_hours``),
     the one with the newest complete checkpoint whose training config matches ``cfg`` on every
-    key (:func:`training_differences`).
+    key (:func:`training_differences`). When none is found, ``passed_over`` names the complete
+    checkpoints it could not take (a folder without args.json; a run older than the window),
+    so that the new run it starts is not a silent surprise.
 
     Raises:
         ConfigError: when such a run is being trained now (its lock is live); when the runs
             that solo-learn would resume all differ, naming the keys of the newest one, unless
             ``accept_changes``; when a run's args.json or run.json is corrupt.
     """
-    oldest_allowed = datetime.now() - timedelta(hours=cfg.auto_resume.max_hours)
+    max_hours = cfg.auto_resume.max_hours
+    oldest_allowed = datetime.now() - timedelta(hours=max_hours)
     same, changed, skipped = [], [], []
+    passed_over = [
+        (ckpt, f"no {ARGS} beside it, so its settings are unknown; name it: +resume_from_checkpoint='{ckpt}'")
+        for ckpt in (newest_checkpoint(d) for d in sorted(Path(logdir).glob("*/")) if not (d / ARGS).is_file())
+        if ckpt is not None
+    ]
     for args_file in Path(logdir).glob(f"*/{ARGS}"):
         run_dir = args_file.parent
         args = DictConfig(read_json(args_file))
@@ -273,11 +284,17 @@ def find_resumable(cfg: DictConfig, logdir: str, accept_changes: bool = False) -
                 describe_holder(run_dir, holder) + " with this same config: a second launch would write into "
                 "it; wait for it to end, or start a new run with auto_resume.enabled=false"
             )
-        complete = []
+        complete, stale = [], []
         for ckpt in checkpoints(run_dir):
             if datetime.fromtimestamp(ckpt.stat().st_mtime) < oldest_allowed:
+                stale.append(ckpt)
                 continue
             (complete if is_complete_checkpoint(ckpt) else skipped).append(ckpt)
+        stale = [c for c in stale if is_complete_checkpoint(c)]
+        if stale and not complete:
+            hours = (datetime.now() - datetime.fromtimestamp(stale[-1].stat().st_mtime)).total_seconds() / 3600
+            why = f"written {hours:.0f} h ago, more than auto_resume.max_hours={max_hours}: raise it"
+            passed_over.append((stale[-1], why))
         if complete:
             check_run_readable(run_dir)
             newest = complete[-1]
@@ -293,4 +310,4 @@ def find_resumable(cfg: DictConfig, logdir: str, accept_changes: bool = False) -
         if not accept_changes:
             raise refuse_changes(ckpt.parent, differences)
         return Resumable(ckpt, run_id, differences, skipped)
-    return Resumable(skipped=skipped)
+    return Resumable(skipped=skipped, passed_over=passed_over)
