@@ -266,12 +266,7 @@ def find_resumable(cfg: DictConfig, logdir: str, accept_changes: bool = False) -
     """
     max_hours = cfg.auto_resume.max_hours
     oldest_allowed = datetime.now() - timedelta(hours=max_hours)
-    same, changed, skipped = [], [], []
-    passed_over = [
-        (ckpt, f"no {ARGS} beside it, so its settings are unknown; name it: +resume_from_checkpoint='{ckpt}'")
-        for ckpt in (newest_checkpoint(d) for d in sorted(Path(logdir).glob("*/")) if not (d / ARGS).is_file())
-        if ckpt is not None
-    ]
+    same, changed, skipped, stale_runs = [], [], [], []
     for args_file in Path(logdir).glob(f"*/{ARGS}"):
         run_dir = args_file.parent
         args = DictConfig(read_json(args_file))
@@ -293,8 +288,8 @@ def find_resumable(cfg: DictConfig, logdir: str, accept_changes: bool = False) -
         stale = [c for c in stale if is_complete_checkpoint(c)]
         if stale and not complete:
             hours = (datetime.now() - datetime.fromtimestamp(stale[-1].stat().st_mtime)).total_seconds() / 3600
-            why = f"written {hours:.0f} h ago, more than auto_resume.max_hours={max_hours}: raise it"
-            passed_over.append((stale[-1], why))
+            why = f"written {hours:.0f} h ago, more than auto_resume.max_hours={max_hours}: raise it to go on from it"
+            stale_runs.append((stale[-1], why))
         if complete:
             check_run_readable(run_dir)
             newest = complete[-1]
@@ -310,4 +305,13 @@ def find_resumable(cfg: DictConfig, logdir: str, accept_changes: bool = False) -
         if not accept_changes:
             raise refuse_changes(ckpt.parent, differences)
         return Resumable(ckpt, run_id, differences, skipped)
-    return Resumable(skipped=skipped, passed_over=passed_over)
+    orphans = [
+        (
+            ckpt,
+            f"no {ARGS} beside it, so its settings are unknown; to go on from it, name it: "
+            f"+resume_from_checkpoint='{ckpt}'",
+        )
+        for ckpt in (newest_checkpoint(d) for d in sorted(Path(logdir).glob("*/")) if not (d / ARGS).is_file())
+        if ckpt is not None
+    ]
+    return Resumable(skipped=skipped, passed_over=orphans + stale_runs)

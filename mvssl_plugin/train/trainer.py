@@ -64,7 +64,7 @@ def resume_checkpoint(cfg: DictConfig, run_kind: str, notify: Notify = print) ->
             notify(f"resuming from the newest complete checkpoint that matches this config: {found.checkpoint}")
             return str(found.checkpoint), found.wandb_run_id
         for ckpt, why in found.passed_over:
-            notify(f"passed over {ckpt}: {why} to go on from it")
+            notify(f"passed over {ckpt}: {why}")
         if found.skipped or found.passed_over:
             notify("no complete checkpoint of a matching run: starting a new run")
     return None, None

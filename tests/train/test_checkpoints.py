@@ -57,8 +57,8 @@ def test_checkpoints_auto_resume_passes_over_are_named_with_how_to_go_on_from_th
     result = run_entry("main_pretrain.py", args, tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert (
-        f"mvssl: passed over {orphan_ckpt}: no args.json beside it, so its settings are unknown; name it: "
-        f"+resume_from_checkpoint='{orphan_ckpt}' to go on from it"
+        f"mvssl: passed over {orphan_ckpt}: no args.json beside it, so its settings are unknown; to go on from "
+        f"it, name it: +resume_from_checkpoint='{orphan_ckpt}'"
     ) in result.stdout
     assert (
         f"mvssl: passed over {stale_ckpt}: written 40 h ago, more than auto_resume.max_hours=36: raise it to go on "
