@@ -95,6 +95,11 @@ class Grid:
         return statistics.mean(hits) if hits else None
 
 
+def _seeds(n: int) -> str:
+    """``1 seed``, ``2 seeds``: how many seeds a side of a verdict has."""
+    return f"{n} seed{'s' * (n != 1)}"
+
+
 def _cell(
     value: Optional[float], spread: Optional[float], seeds: int, running: Sequence[Tuple[int, int, float]] = ()
 ) -> str:
@@ -102,7 +107,7 @@ def _cell(
     parts = []
     if value is not None:
         half = f" ± {spread / 2:.1f}" if spread is not None else ""
-        parts.append(f"{value:.1f}{half} ({seeds} seed{'s' * (seeds > 1)})")
+        parts.append(f"{value:.1f}{half} ({_seeds(seeds)})")
     parts += [f"seed {seed} unfinished: {knn:.1f} at epoch {epoch}" for seed, epoch, knn in running]
     return "; ".join(parts) or "not run yet"
 
@@ -118,7 +123,7 @@ def verdict(grid: Grid, better: Key, worse: Key, claim: str, matches: bool = Fal
         return f"inconclusive: {_label(missing)} {state}"
     gap = a - b
     if na < 2 or nb < 2:
-        return f"inconclusive so far: {gap:+.1f} points with one seed on a side ({claim})"
+        return f"inconclusive so far: {gap:+.1f} points, {_seeds(na)} against {nb} ({claim})"
     noise = max(sa or 0.0, sb or 0.0)
     if matches:
         word = "holds" if gap >= -noise else "does not hold"
@@ -205,7 +210,7 @@ def short_of_baseline(grid: Grid, base: Key, key: Key, step_times: Sequence[dict
         spent += f", {_times(ratios)} its time"
     where = f"ends at {final:.1f}% ({final - target:+.1f} against the baseline's {target:.1f}%) after {spent}"
     if seeds < 2 or base_seeds < 2:
-        return f"inconclusive so far: {where}; one seed on a side"
+        return f"inconclusive so far: {where}; {_seeds(seeds)}, the baseline {base_seeds}"
     noise = max(spread or 0.0, base_spread or 0.0)
     if target - final <= noise:
         return f"inconclusive: {where}, within the seeds' spread of {noise:.1f}"
@@ -231,7 +236,7 @@ def views_verdict(grid: Grid, base: Key, key: Key, step_times: Sequence[dict]) -
     _, views_x, ratios = found
     seeds, base_seeds = len(grid.curves.get(key, {})) - len(waiting), len(grid.final[base])  # each reached it
     # a seed still running below the target leaves the verdict to the seeds that have reached it
-    how = f"({seeds} seed{'s' * (seeds != 1)}; the baseline {base_seeds}{running(waiting)})"
+    how = f"({_seeds(seeds)}; the baseline {base_seeds}{running(waiting)})"
     if not ratios:
         return f"in views {views_x:.2f}x the baseline's; time not measured {how}"
     faster = {x < 1 for _, x in ratios}

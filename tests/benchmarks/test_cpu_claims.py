@@ -460,7 +460,7 @@ def grid_of(*settings):
         ((50.0, 51.0), (40.0, 41.0), "holds: +10.0 points"),
         ((40.0, 41.0), (50.0, 51.0), "does not hold: -10.0 points"),
         ((50.0, 46.0), (48.0, 47.5), "inconclusive: +0.2 points, within the seeds' spread of 4.0"),
-        ((50.0,), (40.0, 41.0), "inconclusive so far: +9.5 points with one seed on a side"),
+        ((50.0,), (40.0, 41.0), "inconclusive so far: +9.5 points, 1 seed against 2"),
     ],
 )
 def test_a_verdict_needs_two_seeds_on_each_side_and_a_gap_beyond_their_spread(rule, fixed, expected):
@@ -492,7 +492,7 @@ def test_the_report_is_made_from_the_csvs(tmp_path, monkeypatch):
     assert "| mabt m=2 d=2048 fixed | 20 | 51.0 ± 1.0 (2 seeds) |" in summary
     assert "not run yet" in summary  # the rest of the grid
     # the projector claim is judged at every d of the grid, as the paper states it
-    assert "- d = 2048: rule vs fixed beta: inconclusive so far: +2.0 points with one seed on a side" in summary
+    assert "- d = 2048: rule vs fixed beta: inconclusive so far: +2.0 points, 1 seed against 2" in summary
     assert "- d = 64: rule vs fixed beta: inconclusive: mabt m=2 d=64 rule has not finished" in summary
     assert "- d = 256: rule vs fixed beta: inconclusive: mabt m=2 d=256 rule has not run yet" in summary
     assert all((tmp_path / f"{slug}.png").is_file() for slug in ("projector", "views", "data", "vicreg"))
@@ -789,7 +789,7 @@ def test_a_setting_short_of_the_baseline_fails_the_claim_only_beyond_the_seeds_s
             (50.0,),
             (40.0,),
             "inconclusive so far: ends at 40.0% (-10.0 against the baseline's 50.0%) after 1.00x the "
-            "baseline's views, 0.75x its time; one seed on a side",
+            "baseline's views, 0.75x its time; 1 seed, the baseline 1",
         ),
         (
             (50.0, 51.0),
