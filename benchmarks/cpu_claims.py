@@ -160,8 +160,16 @@ class Point:
     deciding: bool  # run with 2 seeds
     precision: str = "auto"
     width: int = WIDTH
+    #: another harness's setting (``speedrun.py``): its name, recipe and Hydra overrides, applied
+    #: after the grid's own (a key given here replaces the grid's); such a run never goes on
+    #: from a shorter one, since a learning-rate schedule depends on ``max_epochs``
+    tag: str = ""
+    recipe: str = ""
+    extra: Tuple[str, ...] = ()
 
     def name(self, seed: int) -> str:
+        if self.tag:
+            return f"{self.tag}-e{self.epochs}-s{seed}"
         name = f"{self.method}-m{self.m}-d{self.d}-{self.beta}-f{self.fraction:g}-e{self.epochs}-s{seed}"
         name += "" if self.width == SCALE.width else f"-w{self.width}"
         return name if self.precision == "auto" else f"{name}-p{self.precision}"
@@ -238,6 +246,8 @@ CARRY_MAX_MB = 16.0
 def prefix_run(point: Point, seed: int) -> Optional[Point]:
     """The longest finished shorter run of ``point``'s setting whose checkpoint is here: without
     a learning-rate schedule its epochs are ``point``'s first ones, so ``point`` can go on from it."""
+    if point.tag:
+        return None
     for epochs in range(point.epochs - 1, 0, -1):
         shorter = replace(point, epochs=epochs)
         if finished(shorter.name(seed)) and any((OUT / "runs" / shorter.name(seed)).rglob("*.ckpt")):
@@ -351,7 +361,7 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
     from mvssl_plugin.beta_rule import BARLOW_TWINS_C, VICREG_C
 
     root = cifar_root()
-    recipe = "mavicreg_cifar_cpu.yaml" if point.method == "mavicreg" else "mabt_cifar_cpu.yaml"
+    recipe = point.recipe or ("mavicreg_cifar_cpu.yaml" if point.method == "mavicreg" else "mabt_cifar_cpu.yaml")
     out = [
         f"method={point.method}",
         f"data.train_path={root / 'train'}",
@@ -380,7 +390,15 @@ def overrides(point: Point, seed: int) -> Tuple[str, List[str]]:
         out += ["~method_kwargs.redundancy", "+method_kwargs.local_weight=0.0"]
     else:
         out.append(f"method_kwargs.lamb={'auto' if point.beta == 'rule' else BARLOW_TWINS_C / FIXED_C_OVER}")
+    if point.extra:
+        own = {override_key(o) for o in point.extra}
+        out = [o for o in out if override_key(o) not in own] + list(point.extra)
     return recipe, out
+
+
+def override_key(override: str) -> str:
+    """The config key a Hydra override sets: ``++a.b=1``, ``~a.b`` -> ``a.b``."""
+    return override.split("=")[0].lstrip("+~")
 
 
 # ----------------------------------------------------------------------------- step times (wall-clock)
@@ -409,10 +427,15 @@ def step_settings() -> List[Tuple[Point, str, List[str]]]:
         key = (point.method, point.m, point.d, point.width)
         if point.precision != "auto" or key in found:
             continue
-        recipe, extra = overrides(point, 1)
-        keep = [o for o in extra if o.split("=")[0].lstrip("+~") not in _STEP_OWN]
-        found[key] = (point, recipe, keep)
+        found[key] = (point, *step_overrides(point))
     return list(found.values())
+
+
+def step_overrides(point: Point) -> Tuple[str, List[str]]:
+    """(recipe, overrides) of one training step of ``point``, for ``step_clock.run_setting``:
+    the run's own overrides less those the step clock sets itself."""
+    recipe, extra = overrides(point, 1)
+    return recipe, [o for o in extra if override_key(o) not in _STEP_OWN]
 
 
 def measure_step_times(rounds: int, steps: int) -> List[dict]:
@@ -637,8 +660,8 @@ def epoch_eval_callback(point: Point, seed: int, pause_log: Optional[Path]):
     return EpochEval()
 
 
-def run_child(name: str, pause_log: Optional[Path]) -> None:
-    """Trains (or resumes) one run of the grid in this process, with the per-epoch evaluation."""
+def run_child(point: Point, seed: int, pause_log: Optional[Path]) -> None:
+    """Trains (or resumes) one run in this process, with the per-epoch evaluation."""
     import logging
     import warnings
 
@@ -647,7 +670,6 @@ def run_child(name: str, pause_log: Optional[Path]) -> None:
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.train.pretrain import pretrain
 
-    point, seed = find_point(name)
     recipe, extra = overrides(point, seed)
     cfg = compose_recipe(recipe, "pretrain", extra)
     pretrain(cfg, extra_callbacks=[epoch_eval_callback(point, seed, pause_log)])
@@ -877,7 +899,11 @@ def run_grid(
     only: Optional[str],
     start_anyway: bool = False,
     until: Optional[float] = None,
+    plan: Optional[Sequence[Tuple[Point, int]]] = None,
+    script: Optional[Path] = None,
 ) -> None:
+    """Runs ``plan`` ((point, seed) in order; default the grid's schedule), each run a child
+    ``script --run <name>`` (default this file), within the budget (see the module docstring)."""
     from mvssl_plugin.runs import read_csv
 
     # a harness started in the background by a non-interactive shell inherits SIGINT ignored,
@@ -893,7 +919,7 @@ def run_grid(
 
     machine = cpu_description()
     (OUT / "logs").mkdir(parents=True, exist_ok=True)
-    for point, seed in schedule(seeds):
+    for point, seed in schedule(seeds) if plan is None else plan:
         name = point.name(seed)
         if finished(name) or (only and only not in name):
             continue
@@ -923,7 +949,7 @@ def run_grid(
                 f"cpu_claims: {name} goes on from its carried checkpoint ({start.done} epochs in curves.csv)",
                 flush=True,
             )
-        command = [sys.executable, __file__, "--run", name, "--scale", SCALE.name, "--results", str(OUT)]
+        command = [sys.executable, str(script or __file__), "--run", name, "--scale", SCALE.name, "--results", str(OUT)]
         if pause_log is not None:
             command += ["--pause-log", str(pause_log)]
         print(f"cpu_claims: {time.strftime('%H:%M:%S')} {name}", flush=True)
@@ -950,7 +976,7 @@ def run_grid(
         row = record_result(point, seed)
         shutil.rmtree(OUT / "carry" / name, ignore_errors=True)  # done: the commit drops its carry
         print(f"cpu_claims: {name} done: kNN {row['knn_backbone']}% after {row['epochs']} epochs", flush=True)
-    print("cpu_claims: the grid is complete" if only is None else f"cpu_claims: every run with {only!r} is done")
+    print("cpu_claims: every run is done" if only is None else f"cpu_claims: every run with {only!r} is done")
 
 
 def report(out: Path, readme: Optional[Path] = None) -> Path:
@@ -1031,7 +1057,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         os.environ["CIFAR10_DIR"] = str(args.data.resolve())  # the children inherit it
         cifar_root()
     if args.run:
-        run_child(args.run, args.pause_log)
+        run_child(*find_point(args.run), args.pause_log)
     elif args.list:
         list_grid(args.seeds)
     elif args.step_times:

@@ -1,0 +1,349 @@
+"""Time to accuracy on a CPU: the speedrun recipe, each efficiency lever beside it, and
+solo-learn's own Barlow Twins recipe, on all of CIFAR-10.
+
+    python benchmarks/speedrun.py --list                  # the plan and what is done
+    python benchmarks/speedrun.py --budget-min 120        # run the next runs for 2 hours
+    python benchmarks/speedrun.py --step-times            # every setting's step, beside the baseline's
+    python benchmarks/speedrun.py --report                # records.csv, levers.csv, summary.md, plot
+
+The protocol and the machinery are the claims grid's (``cpu_claims.py``): every run is a child
+process training through ``main_pretrain.py``'s flow on all 50,000 training images, with the
+same per-epoch callback outside the training clock (backbone kNN, k = 20, cosine, all 10,000
+test images, all 50,000 training images as the bank), the same ``curves.csv`` / ``results.csv``
+columns, the same budget, pauses, resume and carry; only the runs differ. A setting is the
+speedrun recipe (``speedrun_cpu.yaml``) or another recipe with Hydra overrides; every
+learning-rate schedule is fitted to its run's epochs (warm-up over the first 10%, cosine to
+zero at the last step), so runs with a schedule never go on from a shorter one.
+
+Levers are screened at ``SCREEN_EPOCHS`` epochs, one seed, then a second; the record and the
+peer (solo-learn's ``barlow_twins`` recipe as it ships, ``solo_barlow_cifar_cpu.yaml``) run at
+their full budgets, two seeds. Time is steps x the setting's step time, measured side by side
+with the claims baseline's (``--step-times``; ``speedrun_report`` says how other machines are
+timed). Results: ``benchmarks/results/speedrun/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # run as a script: its neighbours are modules
+    sys.path.insert(0, str(HERE))
+import cpu_claims  # noqa: E402
+import speedrun_report  # noqa: E402
+from cpu_claims import Point  # noqa: E402
+
+OUT = cpu_claims.REPO / "benchmarks" / "results" / "speedrun"
+#: the speedrun's step times (per setting; the claims grid's step_times.csv is per grid step)
+STEPS = "steps.csv"
+CLAIMS_STEP_TIMES = cpu_claims.REPO / "benchmarks" / "results" / "cpu_claims" / "step_times.csv"
+RECIPE = "speedrun_cpu.yaml"
+#: the recipe's epochs: 30 minutes of training at the bf16 EPYC's step (0.2469 s x 390 steps)
+RECORD_EPOCHS = 18
+#: the peer's epochs (solo-learn's recipe is written for 1000; the claims baseline's 20)
+PEER_EPOCHS = 20
+#: each lever's screening budget (a fitted schedule of this many epochs)
+SCREEN_EPOCHS = 3
+#: the claims baseline (2 views, d = 2048, fixed beta): every step is timed beside it
+BASELINE = Point("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, ("views",), True)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A speedrun setting: a recipe and its Hydra overrides (the schedule's own are added per run)."""
+
+    tag: str
+    what: str
+    recipe: str = RECIPE
+    overrides: Tuple[str, ...] = ()
+    method: str = "mabt"
+    m: int = 2  # all views, large and small (views processed = steps x batch x m)
+    d: int = 256
+    scheduled: bool = True  # warmup_cosine, fitted to the run's epochs
+    grid_step: bool = False  # the step is the claims grid's (method, m, d, width 16, batch 128, Adam)
+
+    def point(self, epochs: int) -> Point:
+        extra = list(self.overrides)
+        if self.scheduled:
+            extra.append(f"scheduler.warmup_epochs={epochs / 10:g}")
+        return Point(
+            self.method, self.m, self.d, "rule", 1.0, epochs, ("speedrun",), False,
+            tag=self.tag, recipe=self.recipe, extra=tuple(extra),
+        )  # fmt: skip
+
+
+LARS = (
+    "optimizer.name=lars",
+    "optimizer.lr=0.3",
+    "optimizer.weight_decay=1e-4",
+    "+optimizer.kwargs.clip_lr=true",
+    "+optimizer.kwargs.eta=0.02",
+    "+optimizer.kwargs.exclude_bias_n_norm=true",
+)
+SETTINGS = {
+    s.tag: s
+    for s in (
+        Setting("recipe", "the speedrun recipe: Adam, lr 1e-3, warm-up + cosine", grid_step=True),
+        Setting(
+            "const", "the claims grid's recipe: Adam, lr 5e-4, constant", "mabt_cifar_cpu.yaml",
+            scheduled=False, grid_step=True,
+        ),
+        Setting("cos-lr5e-4", "warm-up + cosine at the constant run's lr", overrides=("optimizer.lr=5e-4",), grid_step=True),
+        Setting("cos-lr2e-3", "warm-up + cosine, twice the recipe's lr", overrides=("optimizer.lr=2e-3",), grid_step=True),
+        Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02)", overrides=LARS),
+        Setting(
+            "mixres", "2 views at 32 px + 2 at 16 px",
+            overrides=("augmentations=cifar_multicrop", "data.num_views=2", "+data.num_small_views=2"), m=4,
+        ),
+        Setting("d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",), d=128),
+        Setting("w24", "backbone width 24", overrides=("backbone.kwargs.width=24",)),
+        Setting(
+            "peer", "solo-learn's barlow_twins CIFAR recipe as it ships", "solo_barlow_cifar_cpu.yaml",
+            overrides=("method_kwargs.lamb=0.0051",), method="barlow_twins", d=2048, scheduled=False,
+        ),
+    )
+}  # fmt: skip
+#: each lever: the setting that changes one thing, against the one it changes it in
+LEVERS = (
+    speedrun_report.Lever("schedule", "cos-lr5e-4", "const", "warm-up + cosine to zero vs constant, same peak lr"),
+    speedrun_report.Lever("peak lr", "recipe", "cos-lr5e-4", "lr 1e-3 vs 5e-4, both scheduled"),
+    speedrun_report.Lever("peak lr", "cos-lr2e-3", "recipe", "lr 2e-3 vs 1e-3, both scheduled"),
+    speedrun_report.Lever("optimizer", "lars", "recipe", "LARS (solo-learn's settings) vs Adam"),
+    speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
+    speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
+    speedrun_report.Lever("width", "w24", "recipe", "width 24 vs 16"),
+)
+#: the order runs are started in: the levers' first seeds (short), the record and the peer,
+#: then the second seeds
+SCREEN = ("recipe", "lars", "cos-lr2e-3", "cos-lr5e-4", "const", "mixres", "d128", "w24")
+
+
+def plan() -> List[Tuple[Point, int]]:
+    runs = [(SETTINGS[t].point(SCREEN_EPOCHS), 1) for t in SCREEN]
+    runs += [(SETTINGS["recipe"].point(RECORD_EPOCHS), 1), (SETTINGS["peer"].point(PEER_EPOCHS), 1)]
+    runs += [(SETTINGS["recipe"].point(RECORD_EPOCHS), 2), (SETTINGS["peer"].point(PEER_EPOCHS), 2)]
+    runs += [(SETTINGS[t].point(SCREEN_EPOCHS), 2) for t in SCREEN]
+    return runs
+
+
+def find(name: str) -> Tuple[Point, int]:
+    for point, seed in plan():
+        if point.name(seed) == name:
+            return point, seed
+    raise SystemExit(f"{name}: not a run of the speedrun (see --list)")
+
+
+def setting_of(run: str) -> str:
+    """The setting's tag in a run's name (``<tag>-e<epochs>-s<seed>``)."""
+    return run.rsplit("-e", 1)[0]
+
+
+# ----------------------------------------------------------------------------- step times
+
+
+def measure_step_times(rounds: int, steps: int) -> List[dict]:
+    """Seconds per step of every setting and of the claims baseline, alternating within each
+    round on this machine (run it alone); replaces this machine's rows of ``steps.csv``."""
+    import logging
+    import tempfile
+    import warnings
+
+    import torch
+    from step_clock import run_setting
+
+    from mvssl_plugin.config.hardware import cpu_precision
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    timed = {"baseline": BASELINE, **{tag: s.point(SCREEN_EPOCHS) for tag, s in SETTINGS.items()}}
+    times: Dict[str, List[float]] = {tag: [] for tag in timed}
+    out = Path(tempfile.mkdtemp())
+    for round_ in range(rounds):
+        for tag, point in timed.items():
+            recipe, extra = cpu_claims.step_overrides(point)
+            times[tag] += run_setting(extra, steps, out, False, recipe=recipe, fraction=0.2)
+            print(f"speedrun: step times, round {round_ + 1}/{rounds}: {tag}", flush=True)
+    machine, base = cpu_claims.cpu_description(), statistics.median(times["baseline"])
+    rows = [
+        {
+            "setting": tag,
+            "s_per_step": round(statistics.median(times[tag]), 4),
+            "ratio_to_baseline": round(statistics.median(times[tag]) / base, 4),
+            "steps": len(times[tag]),
+            "precision": cpu_precision()[0],
+            "threads": torch.get_num_threads(),
+            "cpu": machine,
+            "commit": cpu_claims.commit(),
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+        }
+        for tag in timed
+    ]
+    write_csv(OUT / STEPS, [r for r in read_csv(OUT / STEPS) if r["cpu"] != machine] + rows)
+    for r in rows:
+        print(f"| {r['setting']} | {r['s_per_step']} s | {r['ratio_to_baseline']}x the baseline |")
+    return rows
+
+
+def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Dict[str, speedrun_report.StepTime]:
+    """setting -> its step time on ``machine``: measured there (``own``: the speedrun's
+    steps.csv), else the claims grid's step where the setting's step is one of the grid's
+    (``claims``: its step_times.csv), else the setting's ratio to the baseline, measured on the
+    first machine that measured it, times the baseline's step on ``machine``."""
+    StepTime = speedrun_report.StepTime
+    here = {r["setting"]: r for r in own if r["cpu"] == machine}
+    grid = {(r["method"], int(r["m"]), int(r["d"]), int(r["width"])): r for r in claims if r["cpu"] == machine}
+    base = grid.get((BASELINE.method, BASELINE.m, BASELINE.d, BASELINE.width))
+    out = {}
+    for tag, s in SETTINGS.items():
+        if tag in here:
+            r = here[tag]
+            out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
+        elif s.grid_step and (s.method, s.m, s.d, 16) in grid:
+            r = grid[(s.method, s.m, s.d, 16)]
+            out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "claims grid's step")
+        elif base is not None:
+            ratio = next((r for r in own if r["setting"] == tag), None)
+            if ratio is not None:
+                seconds = float(ratio["ratio_to_baseline"]) * float(base["s_per_step"])
+                out[tag] = StepTime(seconds, machine, base["precision"], f"ratio to the baseline on {ratio['cpu']}")
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+
+#: the machine of the targets (a 2-core CPU with native bf16): the records' first clock
+TARGET_MACHINE = "AMD EPYC, 2 cores, bf16 native"
+
+
+def report() -> Path:
+    """records.csv, levers.csv, summary.md and the plot from the CSVs."""
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    results, curves = read_csv(OUT / "results.csv"), read_csv(OUT / "curves.csv")
+    own, claims = read_csv(OUT / STEPS), read_csv(CLAIMS_STEP_TIMES)
+    machines = list(dict.fromkeys([TARGET_MACHINE, *(r["cpu"] for r in own)]))
+    finished = [(r["run"], setting_of(r["run"]), int(r["seed"])) for r in results]
+    details = {r["run"]: r for r in results}
+    runs = [(run, tag, recipe_words(tag), seed) for run, tag, seed in finished if tag in SETTINGS]
+    records, levers = [], []
+    for machine in machines:
+        steps = step_times_on(machine, own, claims)
+        full = [r for r in runs if r[0] != SETTINGS[r[1]].point(SCREEN_EPOCHS).name(r[3])]
+        records += speedrun_report.record_rows(full, curves, steps, details)
+        screens: Dict[str, List[str]] = {}
+        for run, tag, _, seed in runs:
+            if run == SETTINGS[tag].point(SCREEN_EPOCHS).name(seed):
+                screens.setdefault(tag, []).append(run)
+        levers += speedrun_report.lever_rows(LEVERS, screens, curves, steps)
+    write_csv(OUT / "records.csv", records)
+    write_csv(OUT / "levers.csv", levers)
+    first = [r for r in records if r["timed_on"] == machines[0]]
+    lines = [
+        "# Speedrun: time to accuracy on a CPU",
+        "",
+        "Made by `python benchmarks/speedrun.py --report` from `curves.csv`, `results.csv` and",
+        "`steps.csv` (and the claims grid's `step_times.csv`). All of CIFAR-10, the width-16",
+        "ResNet-18, backbone kNN (k = 20, cosine) on all 10,000 test images after every epoch;",
+        "time = steps x the setting's step time on the named machine (`basis`: how it was timed).",
+        "",
+        f"## Records, timed on {machines[0]}",
+        "",
+        *(speedrun_report.records_table(first) if first else ["No record run has finished yet."]),
+        "",
+        f"## Levers, screened at {SCREEN_EPOCHS} epochs (fitted schedules), equal training seconds",
+        "",
+        *(speedrun_report.levers_table(levers) if levers else ["No lever pair has finished yet."]),
+        "",
+        "Every clock: records.csv and levers.csv (one row per machine timed).",
+    ]
+    summary = OUT / "summary.md"
+    summary.write_text("\n".join(lines) + "\n")
+    steps = step_times_on(machines[0], own, claims)
+    lines_to_plot = [
+        (run, speedrun_report.curve_of(curves, run), steps[tag].seconds)
+        for run, tag, _, seed in sorted(runs, key=lambda r: (r[1], r[3]))
+        if tag in steps and run != SETTINGS[tag].point(SCREEN_EPOCHS).name(seed)
+    ]
+    if lines_to_plot:
+        speedrun_report.plot(lines_to_plot, OUT / "knn_vs_minutes.png", machines[0])
+    print(summary.read_text())
+    return summary
+
+
+def recipe_words(tag: str) -> str:
+    s = SETTINGS[tag]
+    return " ".join([s.recipe, *s.overrides])
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def list_plan() -> None:
+    from mvssl_plugin.runs import read_csv
+
+    curves = read_csv(OUT / "curves.csv")
+    print("| run | status | last kNN |\n|---|---|---|")
+    for point, seed in plan():
+        name = point.name(seed)
+        rows = speedrun_report.curve_of(curves, name)
+        status = (
+            "done" if cpu_claims.finished(name) else f"epoch {rows[-1]['epoch']}/{point.epochs}" if rows else "to do"
+        )
+        print(f"| {name} | {status} | {rows[-1]['knn_backbone'] if rows else '-'} |")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
+    parser.add_argument("--until", help="HH:MM: stop by then on this machine's clock, pauses or not")
+    parser.add_argument("--only", help="only runs whose name contains this")
+    parser.add_argument("--list", action="store_true", help="the plan and its status")
+    parser.add_argument("--report", action="store_true", help="records, levers, summary and plot from the CSVs")
+    parser.add_argument("--step-times", action="store_true", help="every setting's step beside the baseline's")
+    parser.add_argument("--rounds", type=int, default=2, help="--step-times: rounds (settings alternate)")
+    parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
+    parser.add_argument("--pause-log", type=Path, help="pause log (cpu_claims.py's docstring)")
+    parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
+    parser.add_argument("--results", type=Path, default=OUT, help=argparse.SUPPRESS)
+    parser.add_argument("--scale", default="cpu", help=argparse.SUPPRESS)  # the child's, as cpu_claims passes it
+    parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
+    args = parser.parse_args(argv)
+    until = None
+    if args.until is not None:
+        try:
+            until = cpu_claims.parse_until(args.until, cpu_claims.wall_clock())
+        except ValueError as error:
+            parser.error(str(error))
+    cpu_claims.use_scale("cpu", args.results)  # the claims harness's CSVs and runs, in this folder
+    if args.run:
+        cpu_claims.run_child(*find(args.run), args.pause_log)
+    elif args.list:
+        list_plan()
+    elif args.step_times:
+        measure_step_times(args.rounds, args.steps)
+    elif args.report:
+        report()
+    elif args.budget_min is not None or until is not None:
+        if args.pgid_file is not None:
+            args.pgid_file.write_text(str(os.getpgrp()))
+        try:
+            cpu_claims.run_grid(
+                args.budget_min, (1, 2), args.pause_log, args.only, False, until, plan(), Path(__file__)
+            )
+        finally:
+            if args.pgid_file is not None:
+                args.pgid_file.unlink(missing_ok=True)
+    else:
+        parser.print_help()
+
+
+if __name__ == "__main__":
+    main()

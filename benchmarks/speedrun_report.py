@@ -1,0 +1,228 @@
+"""The speedrun's records, levers table, summary and plot, made from its CSVs only.
+
+    python benchmarks/speedrun.py --report
+
+Time is steps x the setting's seconds per step on a named machine (never a run's own
+wall-clock, which shares the machine with whatever else ran): measured side by side with the
+claims baseline on that machine, or, on a machine where only the claims grid measured steps,
+the claims' step where the step is the same one, else the setting's ratio to the baseline
+measured elsewhere times the baseline's step there (the ``basis`` column says which).
+
+Pure: rows in, rows, text and plots out; ``speedrun.py`` reads and writes the files.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+#: kNN targets (percent) of the records table
+TARGETS = (50, 55, 60, 65, 70)
+#: the records' two time budgets (seconds)
+BUDGETS = {"30 min": 1800.0, "2 h": 7200.0}
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds of one training step of a setting on a machine, and where the figure comes from."""
+
+    seconds: float
+    machine: str
+    precision: str
+    basis: str  # measured | claims grid's step | ratio to the baseline measured on <machine>
+
+
+def curve_of(curves: Sequence[dict], run: str) -> List[dict]:
+    """A run's rows of curves.csv, by epoch."""
+    return sorted((r for r in curves if r["run"] == run), key=lambda r: int(r["epoch"]))
+
+
+def seconds_to(curve: Sequence[dict], target: float, step_seconds: float) -> Optional[float]:
+    """Seconds (steps x ``step_seconds``) at the end of the first epoch whose kNN reaches
+    ``target``; None when no epoch does."""
+    for row in curve:
+        if float(row["knn_backbone"]) >= target:
+            return int(row["step"]) * step_seconds
+    return None
+
+
+def knn_at(curve: Sequence[dict], seconds: float, step_seconds: float) -> Optional[float]:
+    """kNN of the last epoch that ended within ``seconds``; None when the run's last epoch
+    ended sooner (it did not train that long: its figure at that time is unknown) or none did."""
+    if not curve or int(curve[-1]["step"]) * step_seconds < seconds:
+        return None
+    within = [r for r in curve if int(r["step"]) * step_seconds <= seconds]
+    return float(within[-1]["knn_backbone"]) if within else None
+
+
+def knn_interpolated(curve: Sequence[dict], seconds: float, step_seconds: float) -> Optional[float]:
+    """kNN at ``seconds``, linear between the epochs around it (the run's start counts as
+    10%, chance); None past the run's last epoch."""
+    points = [(0.0, 10.0)] + [(int(r["step"]) * step_seconds, float(r["knn_backbone"])) for r in curve]
+    for (t0, k0), (t1, k1) in zip(points, points[1:]):
+        if t0 <= seconds <= t1:
+            return k0 if t1 == t0 else k0 + (k1 - k0) * (seconds - t0) / (t1 - t0)
+    return None
+
+
+def record_rows(
+    runs: Sequence[Tuple[str, str, str, int]],
+    curves: Sequence[dict],
+    steps: Dict[str, StepTime],
+    details: Dict[str, dict],
+) -> List[dict]:
+    """One row per finished run (``runs``: run, setting, recipe with overrides, seed) and machine
+    with a step time for its setting (``steps``: setting -> StepTime on the machine of interest)."""
+    rows = []
+    for run, setting, recipe, seed in runs:
+        step = steps.get(setting)
+        curve = curve_of(curves, run)
+        if step is None or not curve:
+            continue
+        row = {
+            "run": run,
+            "setting": setting,
+            "recipe": recipe,
+            "seed": seed,
+            "epochs": int(curve[-1]["epoch"]),
+            "commit": details.get(run, {}).get("commit", ""),
+            "trained_on": details.get(run, {}).get("cpu", ""),
+            "precision": details.get(run, {}).get("precision", ""),
+            "timed_on": step.machine,
+            "timed_precision": step.precision,
+            "s_per_step": round(step.seconds, 4),
+            "basis": step.basis,
+            "final_knn": float(curve[-1]["knn_backbone"]),
+            "final_seconds": round(int(curve[-1]["step"]) * step.seconds, 1),
+        }
+        for target in TARGETS:
+            reached = seconds_to(curve, target, step.seconds)
+            row[f"s_to_{target}"] = "" if reached is None else round(reached, 1)
+        for label, budget in BUDGETS.items():
+            knn = knn_at(curve, budget, step.seconds)
+            row[f"knn_at_{label.replace(' ', '')}"] = "" if knn is None else knn
+        rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One lever: ``changed`` against ``reference`` (settings), at equal training seconds."""
+
+    name: str
+    changed: str
+    reference: str
+    what: str
+
+
+def lever_rows(
+    levers: Sequence[Lever],
+    runs: Dict[str, List[str]],
+    curves: Sequence[dict],
+    steps: Dict[str, StepTime],
+) -> List[dict]:
+    """Per lever: each side's mean final kNN over its finished seeds, and the gain in points at
+    equal seconds: the changed side's final kNN against the reference's at the same seconds
+    (interpolated between its epochs). ``runs``: setting -> its finished runs."""
+    out = []
+    for lever in levers:
+        a, b = runs.get(lever.changed, []), runs.get(lever.reference, [])
+        step_a, step_b = steps.get(lever.changed), steps.get(lever.reference)
+        if not a or not b or step_a is None or step_b is None:
+            continue
+        gains, finals_a, finals_b = [], [], []
+        for run in a:
+            curve = curve_of(curves, run)
+            seconds = int(curve[-1]["step"]) * step_a.seconds
+            finals_a.append(float(curve[-1]["knn_backbone"]))
+            at = [knn_interpolated(curve_of(curves, r), seconds, step_b.seconds) for r in b]
+            at = [k for k in at if k is not None]
+            if at:
+                gains.append(finals_a[-1] - statistics.mean(at))
+        for run in b:
+            finals_b.append(float(curve_of(curves, run)[-1]["knn_backbone"]))
+        out.append(
+            {
+                "lever": lever.name,
+                "changed": lever.changed,
+                "reference": lever.reference,
+                "what": lever.what,
+                "seeds_changed": len(a),
+                "seeds_reference": len(b),
+                "knn_changed": round(statistics.mean(finals_a), 2),
+                "knn_reference": round(statistics.mean(finals_b), 2),
+                "step_ratio": round(step_a.seconds / step_b.seconds, 3),
+                "seconds_changed": round(int(curve_of(curves, a[0])[-1]["step"]) * step_a.seconds, 1),
+                "gain_points_equal_seconds": round(statistics.mean(gains), 2) if gains else "",
+                "spread_changed": round(max(finals_a) - min(finals_a), 2) if len(a) > 1 else "",
+                "timed_on": step_a.machine,
+                "basis": step_a.basis if step_a.basis == step_b.basis else f"{step_a.basis}; {step_b.basis}",
+            }
+        )
+    return out
+
+
+def _cell(value: object) -> str:
+    return "-" if value in ("", None) else str(value)
+
+
+def _minutes(value: object) -> str:
+    return "-" if value in ("", None) else f"{float(value) / 60:.1f}"
+
+
+def records_table(records: Sequence[dict]) -> List[str]:
+    """The records as markdown: minutes to each target and kNN at each budget."""
+    head = "| setting | seed | epochs | final kNN | " + " | ".join(f"min to {t}%" for t in TARGETS)
+    head += " | " + " | ".join(f"kNN at {b}" for b in BUDGETS) + " | timed on (s / step, basis) |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in records:
+        cells = [r["setting"], r["seed"], r["epochs"], r["final_knn"]]
+        cells += [_minutes(r[f"s_to_{t}"]) for t in TARGETS]
+        cells += [_cell(r[f"knn_at_{b.replace(' ', '')}"]) for b in BUDGETS]
+        cells.append(f"{r['timed_on']} ({r['s_per_step']}, {r['basis']})")
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return lines
+
+
+def levers_table(levers: Sequence[dict]) -> List[str]:
+    lines = [
+        "| lever | changed | against | seeds | kNN changed | kNN against | step ratio | gain at equal seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in levers:
+        seeds = f"{r['seeds_changed']} / {r['seeds_reference']}"
+        gain = r["gain_points_equal_seconds"]
+        gain = "-" if gain == "" else f"{float(gain):+.2f}"
+        lines.append(
+            f"| {r['lever']}: {r['what']} | {r['changed']} | {r['reference']} | {seeds} | {r['knn_changed']} "
+            f"| {r['knn_reference']} | {r['step_ratio']} | {gain} |"
+        )
+    return lines
+
+
+def plot(lines: Sequence[Tuple[str, List[dict], float]], path: Path, machine: str) -> None:
+    """kNN against seconds (steps x each line's step time on ``machine``), one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (label, curve, step) in enumerate(lines):
+        ax.plot(
+            [int(r["step"]) * step / 60 for r in curve],
+            [float(r["knn_backbone"]) for r in curve],
+            "-" if label.endswith("s1") else "--",
+            color=f"C{i // 2}",
+            label=label,
+            marker=".",
+        )
+    ax.set_xlabel(f"minutes of training at the step times of\n{machine}")
+    ax.set_ylabel("backbone kNN top-1 (%), all 10,000 test images")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
