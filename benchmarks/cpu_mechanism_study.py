@@ -27,7 +27,7 @@ Parts:
   (``data.fraction`` 0.1, 0.05, 0.025 of the training set: solo-learn's stratified subsets),
   at equal optimizer steps (``--data-steps``) and at equal views processed (m x steps =
   2 x ``--data-steps`` x 2). The kNN bank is the 5,000-image subset for every run.
-- ``mmcr``: ``method=mmcr`` (issue 20's third method) at m in {2, 4, 8}, d = 256, the views
+- ``mmcr``: ``method=mmcr`` (the plugin's third method) at m in {2, 4, 8}, d = 256, the views
   part's equal-views budget, to set beside the mabt rows.
 
 A point whose run already exists in results.csv under another part (same method, d, m, beta,

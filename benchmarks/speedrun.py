@@ -92,24 +92,40 @@ SETTINGS = {
     for s in (
         Setting("recipe", "the speedrun recipe: Adam, lr 1e-3, warm-up + cosine", grid_step=True),
         Setting(
-            "const", "the claims grid's recipe: Adam, lr 5e-4, constant", "mabt_cifar_cpu.yaml",
-            scheduled=False, grid_step=True,
+            "const",
+            "the claims grid's recipe: Adam, lr 5e-4, constant",
+            "mabt_cifar_cpu.yaml",
+            scheduled=False,
+            grid_step=True,
         ),
-        Setting("cos-lr5e-4", "warm-up + cosine at the constant run's lr", overrides=("optimizer.lr=5e-4",), grid_step=True),
-        Setting("cos-lr2e-3", "warm-up + cosine, twice the recipe's lr", overrides=("optimizer.lr=2e-3",), grid_step=True),
+        Setting(
+            "cos-lr5e-4", "warm-up + cosine at the constant run's lr", overrides=("optimizer.lr=5e-4",), grid_step=True
+        ),
+        Setting(
+            "cos-lr2e-3", "warm-up + cosine, twice the recipe's lr", overrides=("optimizer.lr=2e-3",), grid_step=True
+        ),
         Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02)", overrides=LARS),
         Setting(
-            "mixres", "2 views at 32 px + 2 at 16 px",
-            overrides=("augmentations=cifar_multicrop", "data.num_views=2", "+data.num_small_views=2"), m=4,
+            "mixres",
+            "2 views at 32 px + 2 at 16 px",
+            overrides=("augmentations=cifar_multicrop", "data.num_views=2", "+data.num_small_views=2"),
+            m=4,
         ),
-        Setting("d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",), d=128),
+        Setting(
+            "d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",), d=128
+        ),
         Setting("w24", "backbone width 24", overrides=("backbone.kwargs.width=24",)),
         Setting(
-            "peer", "solo-learn's barlow_twins CIFAR recipe as it ships", "solo_barlow_cifar_cpu.yaml",
-            overrides=("method_kwargs.lamb=0.0051",), method="barlow_twins", d=2048, scheduled=False,
+            "peer",
+            "solo-learn's barlow_twins CIFAR recipe as it ships",
+            "solo_barlow_cifar_cpu.yaml",
+            overrides=("method_kwargs.lamb=0.0051",),
+            method="barlow_twins",
+            d=2048,
+            scheduled=False,
         ),
     )
-}  # fmt: skip
+}
 #: each lever: the setting that changes one thing, against the one it changes it in
 LEVERS = (
     speedrun_report.Lever("schedule", "cos-lr5e-4", "const", "warm-up + cosine to zero vs constant, same peak lr"),

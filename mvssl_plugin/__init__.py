@@ -8,7 +8,8 @@ of a composed config; ``config.views`` owns the view count m); ``data/`` (datase
 ImageFolder-tree code, the DALI and in-memory pipelines, the data keys' checks) and
 ``methods/`` (solo-learn adapters); ``registry`` (names -> implementations); ``eval/``
 (evaluations); ``train/`` (the Lightning flow of a pretraining or linear run); ``cli/``
-(entry points). Importing this package imports nothing heavy; ``register()`` does.
+(entry points); ``encoder/`` (an exported backbone: export, load, embed, UMAP). Importing this
+package imports nothing heavy; ``register()`` does, and ``load_encoder`` imports torch only.
 """
 
 __version__ = "0.1.0"
@@ -21,7 +22,11 @@ def __getattr__(name: str):
         from mvssl_plugin.registry import register
 
         return register
+    if name == "load_encoder":  # torch, safetensors and the plugin's backbones: no solo-learn
+        from mvssl_plugin.encoder.model import load_encoder
+
+        return load_encoder
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["__version__", "register"]
+__all__ = ["__version__", "load_encoder", "register"]

@@ -1,4 +1,4 @@
-"""The orthogonality-weight rule of Agrawal, Ghosh et al. (NeurIPS 2024): beta = c / d.
+"""The orthogonality-weight rule of Agrawal, Ghosh, Sodhani, Oberman, Richards (NeurIPS 2024): beta = c / d.
 
 A projector with output dimension d needs a redundancy-reduction weight that grows as d
 shrinks, beta = O(1/d); with it, d = 256 matches or beats d = 8192 on CIFAR-10. This

@@ -1,5 +1,5 @@
-"""Issue 26's paired step timings: each pair's two settings alternate within every round, so
-both see the same machine, and the verdict is their ratio against the issue's target.
+"""The GPU pairs' step timings: each pair's two settings alternate within every round, so
+both see the same machine, and the verdict is their ratio against the pair's target.
 
     python benchmarks/gpu/bench_pairs.py --data <cifar10> --csv pairs.csv --set accelerator=gpu precision=bf16-mixed
 

@@ -3,9 +3,10 @@
 The backbone runs once per patch, not once per epoch: features of k augmented patches per
 training image and of P patches per test image are computed up front, then a linear
 classifier trains on them for many epochs at the cost of a matrix product. The defaults
-are the paper's protocol (Agrawal, Ghosh et al. 2024, after the authors' released code):
-Adam, lr 1e-3, batch 512, weight decay 1e-6, 200 epochs, label smoothing 0.1, test logits
-averaged over 16 patches (for a linear layer the same as averaging the features). Pure torch.
+are the paper's protocol (Agrawal, Ghosh, Sodhani, Oberman, Richards, NeurIPS 2024, after
+the authors' released code): Adam, lr 1e-3, batch 512, weight decay 1e-6, 200 epochs, label
+smoothing 0.1, test logits averaged over 16 patches (for a linear layer the same as averaging
+the features). Pure torch.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Multi-view Barlow Twins and VICReg in the O(m) form of Agrawal, Ghosh et al. (NeurIPS 2024).
+"""Multi-view Barlow Twins and VICReg in their O(m) form.
 
-"Harnessing small projectors and multiple views for efficient vision pretraining" trains
-with m views per image, each view pulled toward a mean embedding of the views of its
-image, next to a redundancy-reduction (orthogonality) term. Two objectives are offered:
+"Harnessing small projectors and multiple views for efficient vision pretraining" (Agrawal,
+Ghosh, Sodhani, Oberman, Richards; NeurIPS 2024) trains with m views per image, each view
+pulled toward a mean embedding of the views of its image, next to a redundancy-reduction
+(orthogonality) term. Two objectives are offered:
 
 ``objective="leave_one_out"`` (default, ours)
     view i against the mean of the *other* views,

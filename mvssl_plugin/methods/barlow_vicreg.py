@@ -1,8 +1,8 @@
 """The Barlow Twins / VICReg family: what ``mabt`` and ``mavicreg`` share beyond the m-view base.
 
-Both learn the eigenfunctions of the augmentation kernel (Agrawal, Ghosh et al., NeurIPS
-2024): an invariance term plus an orthogonality term whose weight beta is the family's
-(``auto``: the small-projector rule, ``config/beta.py``), and the same two objectives
+Both learn the eigenfunctions of the augmentation kernel (Agrawal, Ghosh, Sodhani, Oberman,
+Richards; NeurIPS 2024): an invariance term plus an orthogonality term whose weight beta is the
+family's (``auto``: the small-projector rule, ``config/beta.py``), and the same two objectives
 (``leave_one_out``, ours; ``fastssl``, the authors' release) with their redundancy variants.
 """
 

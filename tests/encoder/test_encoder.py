@@ -1,0 +1,225 @@
+"""The encoder taken away, through the commands as a user calls them: mvssl-export
+(main_export.py), load_encoder in a process that cannot import solo-learn, Lightning or Hydra,
+torchvision's own ResNet-18, mvssl-embed, mvssl-umap, and every bad input (one line, exit 2,
+nothing written)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import assert_one_line, make_image_folder, run_entry, tiny_overrides
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
+
+#: a fresh process in which solo-learn, Lightning, Hydra and OmegaConf cannot be imported
+BLOCKED = (
+    "import sys\nfor name in ('solo', 'lightning', 'pytorch_lightning', 'hydra', 'omegaconf'):\n"
+    "    sys.modules[name] = None\n"
+)
+
+
+def _pretrain(data: dict, out: Path, backbone: str) -> Path:
+    overrides = tiny_overrides(data, out)
+    if backbone == "resnet18":  # torchvision's ResNet-18 takes no width
+        overrides = [o for o in overrides if not o.startswith(("backbone.name", "+backbone.kwargs.width"))]
+        overrides.append("backbone.name=resnet18")
+    result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *overrides], cwd=out)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (folder,) = [p.parent for p in out.rglob("args.json")]
+    return folder
+
+
+@pytest.fixture(scope="module", params=["narrow_resnet18", "resnet18"])
+def exported(request, tiny_cifar, tmp_path_factory) -> dict:
+    """A tiny finished run of each backbone, exported with main_export.py."""
+    root = tmp_path_factory.mktemp(f"export_{request.param}")
+    run = _pretrain(tiny_cifar, root, request.param)
+    out = root / "encoder"
+    result = run_entry("main_export.py", [str(run), "--out", str(out)], cwd=root)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return {"run": run, "out": out, "backbone": request.param, "stdout": result.stdout}
+
+
+def _checkpoint_backbone(run: Path) -> torch.nn.Module:
+    """The backbone inside the run's Lightning checkpoint, built the way solo-learn's linear
+    evaluation builds it (not the export's code)."""
+    from omegaconf import OmegaConf
+
+    from mvssl_plugin.registry import register
+    from mvssl_plugin.runs import newest_checkpoint
+    from mvssl_plugin.train.linear import build_backbone, load_backbone_weights
+
+    register()
+    args = json.loads((run / "args.json").read_text())
+    cfg = OmegaConf.create(
+        {"backbone": args["backbone"], "pretrain_method": args["method"], "data": {"dataset": args["data"]["dataset"]}}
+    )
+    backbone = build_backbone(cfg)
+    load_backbone_weights(backbone, str(newest_checkpoint(run)))
+    return backbone.eval()
+
+
+def test_export_writes_the_backbone_alone_with_its_config_and_card(exported):
+    out = exported["out"]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    from safetensors.torch import load_file
+
+    weights = load_file(str(out / "model.safetensors"))
+    assert all(t.dtype == torch.float32 for t in weights.values())
+    assert not any(k.startswith(("projector", "classifier", "fc.")) for k in weights)
+    config = json.loads((out / "config.json").read_text())
+    arch, train = config["architecture"], config["training"]
+    assert arch["name"] == exported["backbone"] and arch["cifar_stem"] is True
+    assert arch["width"] == (8 if exported["backbone"] == "narrow_resnet18" else 64)
+    assert arch["num_features"] == arch["width"] * 8
+    assert config["preprocessing"]["crop"] == 32 and len(config["preprocessing"]["mean"]) == 3
+    assert train["method"] == "mabt" and train["views"] == 4 and train["proj_output_dim"] == 16
+    assert train["epochs_trained"] == 1 and train["views_seen"] == train["steps"] * 8 * 4 > 0
+    assert train["beta"] > 0 and train["plugin_version"] == __import__("mvssl_plugin").__version__
+    assert [a["metric"] for a in config["accuracy"]] == ["val_acc1"]  # the online classifier's
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\n") and "\n---\n" in card and "Sodhani" in card
+    assert f"{arch['num_features']}]` features" in card
+
+
+def test_load_encoder_in_a_plain_torch_process_matches_the_checkpoint(exported, tmp_path):
+    torch.manual_seed(0)
+    batch = torch.randn(6, 3, 32, 32)
+    torch.save(batch, tmp_path / "batch.pt")
+    standard = ""
+    if exported["backbone"] == "resnet18":  # torchvision's own model, as the card says
+        standard = (
+            "import torchvision\nfrom safetensors.torch import load_file\n"
+            "tv = torchvision.models.resnet18(); tv.fc = torch.nn.Identity()\n"
+            "tv.conv1 = torch.nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=2, bias=False)\n"
+            "tv.maxpool = torch.nn.Identity()\n"
+            f"tv.load_state_dict(load_file({str(exported['out'] / 'model.safetensors')!r}), strict=True)\n"
+            f"torch.save(tv.eval()(batch), {str(tmp_path / 'tv.pt')!r})\n"
+        )
+    code = BLOCKED + (
+        "import torch\nfrom mvssl_plugin import load_encoder\n"
+        f"encoder = load_encoder({str(exported['out'])!r})\n"
+        "assert not encoder.training\n"
+        f"batch = torch.load({str(tmp_path / 'batch.pt')!r})\n"
+        "with torch.no_grad():\n"
+        f"    torch.save(encoder(batch), {str(tmp_path / 'features.pt')!r})\n"
+        "    " + standard.replace("\n", "\n    ") + "\n"
+        "assert not any(m in sys.modules and sys.modules[m] is not None for m in ('solo', 'lightning', 'hydra'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with torch.no_grad():
+        reference = _checkpoint_backbone(exported["run"])(batch)
+    features = torch.load(tmp_path / "features.pt")
+    assert features.shape == reference.shape
+    assert (features - reference).abs().max() < 1e-4
+    if standard:
+        assert (torch.load(tmp_path / "tv.pt") - reference).abs().max() < 1e-4
+
+
+def test_embed_gives_one_row_per_image_with_labels_and_the_encoders_features(exported, tmp_path):
+    from mvssl_plugin import load_encoder
+    from mvssl_plugin.encoder.embed import _Files, find_images, transform_of
+
+    images = make_image_folder(tmp_path / "images", per_class=3, seed=7)
+    out = tmp_path / "features.npz"
+    result = subprocess.run(
+        ["mvssl-embed", str(exported["out"]), str(images), "--out", str(out), "--batch-size", "4", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "embedding batches" in result.stderr
+    saved = np.load(out)
+    found = find_images(images)
+    assert len(saved["features"]) == len(saved["paths"]) == len(saved["labels"]) == len(found.paths) == 9
+    assert list(saved["classes"]) == sorted(p.name for p in Path(images).iterdir())
+    assert [saved["classes"][y] for y in saved["labels"]] == [Path(p).parent.name for p in saved["paths"]]
+    encoder = load_encoder(exported["out"])
+    files = _Files(found.paths, transform_of(encoder.mvssl_config))
+    with torch.no_grad():
+        expected = encoder(torch.stack([files[i] for i in range(len(files))])).numpy()
+    assert np.abs(saved["features"] - expected).max() < 1e-4
+
+
+def test_umap_draws_train_and_val_on_the_cpu(exported, tiny_cifar, tmp_path):
+    if exported["backbone"] != "narrow_resnet18":
+        pytest.skip("one backbone is enough for the picture")
+    pytest.importorskip("umap")
+    out = tmp_path / "umap.png"
+    result = subprocess.run(
+        ["mvssl-umap", str(exported["out"]), tiny_cifar["train"], "--val", tiny_cifar["test"], "--out", str(out),
+         "--device", "cpu"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    from PIL import Image
+
+    with Image.open(out) as picture:
+        assert picture.size[0] > 1000  # two panels side by side
+
+
+def test_export_refuses_bad_input_in_one_line_and_writes_nothing(exported, tmp_path):
+    if exported["backbone"] != "narrow_resnet18":
+        pytest.skip("the checks do not depend on the backbone")
+    run, ckpt = exported["run"], next(exported["run"].glob("*.ckpt"))
+    # a truncated checkpoint in an otherwise whole run folder
+    cut = tmp_path / "cut"
+    shutil.copytree(run, cut)
+    for c in cut.glob("*.ckpt"):
+        c.write_bytes(c.read_bytes()[: c.stat().st_size // 2])
+    # a linear-evaluation run: its args.json names the checkpoint it evaluated
+    linear = tmp_path / "linear"
+    shutil.copytree(run, linear)
+    args = json.loads((linear / "args.json").read_text())
+    (linear / "args.json").write_text(json.dumps({**args, "pretrained_feature_extractor": str(ckpt)}))
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "notes.txt").write_text("mine")
+    cases = [
+        ([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o1")], "does not exist"),
+        ([str(tmp_path), "--out", str(tmp_path / "o2")], "no complete .ckpt"),
+        ([str(next(cut.glob("*.ckpt"))), "--out", str(tmp_path / "o3")], "not a complete checkpoint"),
+        ([str(linear), "--out", str(tmp_path / "o4")], "linear-evaluation run"),
+        ([str(run), "--out", str(full)], "--force"),
+    ]
+    for argv, fragment in cases:
+        result = run_entry("main_export.py", argv, cwd=tmp_path)
+        assert_one_line(result, 2, fragment)
+    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 5))
+    assert [p.name for p in full.iterdir()] == ["notes.txt"]
+    assert not list(tmp_path.glob(".*partial"))
+    # --force replaces the folder whole
+    result = run_entry("main_export.py", [str(run), "--out", str(full), "--force"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(p.name for p in full.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+
+
+def test_embed_and_umap_refuse_bad_input_in_one_line(exported, tmp_path):
+    if exported["backbone"] != "narrow_resnet18":
+        pytest.skip("the checks do not depend on the backbone")
+    empty = tmp_path / "empty"
+    (empty / "cats").mkdir(parents=True)
+    (empty / "cats" / "notes.txt").write_text("no image")
+    images = make_image_folder(tmp_path / "images", per_class=2)
+    taken = tmp_path / "taken.npz"
+    taken.write_bytes(b"mine")
+    cases = [
+        (["mvssl-embed", str(exported["out"]), str(empty), "--out", str(tmp_path / "a.npz")], "holds no images"),
+        (["mvssl-embed", str(exported["run"]), str(images), "--out", str(tmp_path / "b.npz")], "not an exported"),
+        (["mvssl-embed", str(exported["out"]), str(images), "--out", str(taken)], "--force"),
+        (["mvssl-embed", str(exported["out"]), str(images), "--out", str(tmp_path / "c.txt")], ".npz"),
+        (["mvssl-umap", str(exported["out"]), str(images), "--out", str(tmp_path / "d.npz")], "picture"),
+    ]
+    for argv, fragment in cases:
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+        assert_one_line(result, 2, fragment)
+    assert taken.read_bytes() == b"mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "images", "taken.npz"]
