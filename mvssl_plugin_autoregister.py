@@ -6,12 +6,14 @@ editable install; see setup.py) imports this top-level module at interpreter sta
 calls :func:`install`. It sits outside the ``mvssl_plugin`` package so that starting Python
 imports neither torch, solo-learn nor the package itself (a checkout on ``sys.path`` then
 still provides its own ``mvssl_plugin``); at start it is standard-library only and does
-nothing but put a finder on ``sys.meta_path`` that watches two module names, whose loaders
+nothing but put a finder on ``sys.meta_path`` that watches three module names, whose loaders
 it wraps so that a hook runs once the module is loaded:
 
 * ``solo.methods`` (solo-learn's ``main_pretrain.py``, ``main_linear.py``, ``main_knn.py``,
   ``main_umap.py``, its tests): :func:`mvssl_plugin.registry.register` puts the plugin's
   methods (``mabt``, ``mavicreg``, ``mmcr``) and backbones in solo-learn's tables.
+* ``solo.args.linear``: its ``parse_cfg`` is wrapped (:func:`wrap_linear_parse_cfg`): the
+  plugin's backbones take their width and stem from the pretraining run they load.
 * ``solo.args.pretrain``: its ``parse_cfg`` is wrapped (:func:`wrap_parse_cfg`), for the
   plugin's methods only: ``data.num_views`` becomes the pipelines' crops and the crop
   counts are hidden past ``main_pretrain.py``'s two-crop assert
@@ -34,7 +36,7 @@ import os
 import sys
 
 ENV = "MVSSL_PLUGIN_AUTOREGISTER"
-WATCHED = ("solo.methods", "solo.args.pretrain")
+WATCHED = ("solo.methods", "solo.args.pretrain", "solo.args.linear")
 _held = [0]  # depth of hooks_held() blocks
 _pending = []  # (name, module) of hooks fired inside them
 
@@ -108,6 +110,8 @@ def _react(name, module):
             register()
         elif name == "solo.args.pretrain" and not hasattr(module.parse_cfg, "__wrapped__"):
             module.parse_cfg = wrap_parse_cfg(module.parse_cfg)
+        elif name == "solo.args.linear" and not hasattr(module.parse_cfg, "__wrapped__"):
+            module.parse_cfg = wrap_linear_parse_cfg(module.parse_cfg)
     except Exception as err:  # never break the program that imported solo-learn
         print(
             f"mvssl-plugin: not registered into solo-learn ({type(err).__name__}: {err}); {ENV}=0 turns this hook off",
@@ -131,6 +135,29 @@ def wrap_parse_cfg(parse_cfg):
         if ours:
             hide_crop_counts(cfg)
         return cfg
+
+    return wrapped
+
+
+def wrap_linear_parse_cfg(parse_cfg):
+    """solo-learn's linear ``parse_cfg``, plus the plugin's backbones taking their width and stem
+    from the pretraining run they load (:mod:`mvssl_plugin.config.pretrained`); a backbone that
+    cannot be matched stops the launch in one line, exit status 2, naming the key to set."""
+
+    @functools.wraps(parse_cfg)
+    def wrapped(cfg):
+        from mvssl_plugin.config.pretrained import backbone_from_run
+        from mvssl_plugin.errors import ConfigError
+        from mvssl_plugin.registry import PLUGIN_BACKBONES
+
+        try:
+            notices = backbone_from_run(cfg, tuple(PLUGIN_BACKBONES))
+        except ConfigError as err:
+            print(f"mvssl config error: {err}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+        for notice in notices:
+            print(f"mvssl: {notice}", flush=True)
+        return parse_cfg(cfg)
 
     return wrapped
 

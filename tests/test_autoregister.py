@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mvssl_plugin.config.views import HIDDEN_CROPS, hide_crop_counts, restore_crop_counts, views_to_crops
-from tests.helpers import REPO, make_image_folder, run_entry
+from tests.helpers import REPO, make_image_folder, run_entry, tiny_overrides
 
 SOLO = REPO.parent / "shared" / "solo-learn"
 PTH = REPO / "mvssl_plugin_autoregister.pth"
@@ -152,6 +152,41 @@ def test_solo_main_linear_evaluates_an_mabt_run_on_the_cpu(solo_tree, solo_mabt_
     result = run_solo(solo_tree, "main_linear.py", args)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert list((solo_tree / "runs_linear").rglob("*.ckpt")), "no linear checkpoint"
+
+
+@pytest.mark.slow
+@NEEDS_SOLO_TREE
+def test_solo_main_linear_takes_the_stem_and_width_from_a_cifar_run(solo_tree, tiny_cifar):
+    """A CIFAR run (3x3 stem, width 8) under solo-learn's imagenet-100 linear YAML with
+    data.dataset=custom and no width given: solo-learn alone would build a 7x7 stem of its
+    default width and fail on conv1.weight's size; through the hook the run's args.json decides."""
+    out = solo_tree / "cifar_run"
+    out.mkdir()
+    result = run_entry("main_pretrain.py", ["--config-name", "mabt_cifar.yaml", *tiny_overrides(tiny_cifar, out)], out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (ckpt,) = out.rglob("*.ckpt")
+    data = solo_tree / "data"
+    args = ["--config-path", "scripts/linear/imagenet-100/", "--config-name", "barlow.yaml"]
+    args += [a for a in SOLO_TINY if not a.startswith(("auto_resume", "+backbone.kwargs.width"))]
+    args += [
+        "auto_resume.enabled=false",
+        f"pretrained_feature_extractor='{ckpt}'",
+        "pretrain_method=mabt",
+        "data.dataset=custom",
+        f"data.train_path={data / 'train'}",
+        f"data.val_path={data / 'val'}",
+        "+data.num_classes=5",
+        f"checkpoint.dir={solo_tree / 'runs_linear_cifar'}",
+        "scheduler.lr_decay_steps=[1]",
+    ]
+    result = run_solo(solo_tree, "main_linear.py", args)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "backbone.kwargs.small_input=True from the pretraining run's args.json" in result.stdout
+    assert "backbone.kwargs.width=8" in result.stdout
+    # a backbone other than the run's stops in one line naming the value to set
+    result = run_solo(solo_tree, "main_linear.py", [*args[:-2], "backbone.name=resnet18", args[-1]])
+    assert result.returncode == 2 and "set backbone.name=narrow_resnet18" in result.stderr, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.slow

@@ -19,13 +19,16 @@ from mvssl_plugin.errors import ConfigError
 
 
 def build_backbone(cfg: DictConfig) -> nn.Module:
-    """solo-learn's backbone for ``cfg.backbone``, with its CIFAR stem for ResNets."""
+    """solo-learn's backbone for ``cfg.backbone``, with its CIFAR stem for ResNets where the
+    pretraining run had it (:func:`~mvssl_plugin.config.pretrained.cifar_stem_of_run`)."""
     from solo.methods.base import BaseMethod
+
+    from mvssl_plugin.config.pretrained import cifar_stem_of_run
 
     backbone = BaseMethod._BACKBONES[cfg.backbone.name](method=cfg.pretrain_method, **cfg.backbone.kwargs)
     if cfg.backbone.name.startswith("resnet"):
         backbone.fc = nn.Identity()
-        if cfg.data.dataset in ("cifar10", "cifar100"):
+        if cifar_stem_of_run(cfg):
             backbone.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=2, bias=False)
             backbone.maxpool = nn.Identity()
     return backbone
@@ -61,6 +64,7 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
     from solo.methods.base import BaseMethod
 
     from mvssl_plugin.config import adapt_to_hardware, check_probe_cfg, open_cfg
+    from mvssl_plugin.config.pretrained import backbone_from_run
     from mvssl_plugin.data.checks import apply_backbone_defaults
     from mvssl_plugin.registry import PLUGIN_BACKBONES, register
     from mvssl_plugin.train.checks import check_linear_cfg
@@ -70,6 +74,7 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
     notices = check_linear_cfg(cfg, BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     check_probe_cfg(cfg)
     notices += adapt_to_hardware(cfg)
+    notices += backbone_from_run(cfg, tuple(PLUGIN_BACKBONES))
     for notice in notices:
         notify(f"mvssl: {notice}")
     apply_backbone_defaults(cfg, tuple(PLUGIN_BACKBONES))
