@@ -49,10 +49,8 @@ def seconds_to(curve: Sequence[dict], target: float, step_seconds: float) -> Opt
 
 
 def knn_at(curve: Sequence[dict], seconds: float, step_seconds: float) -> Optional[float]:
-    """kNN of the last epoch that ended within ``seconds``; None when the run's last epoch
-    ended sooner (it did not train that long: its figure at that time is unknown) or none did."""
-    if not curve or int(curve[-1]["step"]) * step_seconds < seconds:
-        return None
+    """kNN of the encoder one has after ``seconds`` of training: the last epoch that ended within
+    them (a run that ended sooner: its final epoch); None when no epoch did."""
     within = [r for r in curve if int(r["step"]) * step_seconds <= seconds]
     return float(within[-1]["knn_backbone"]) if within else None
 

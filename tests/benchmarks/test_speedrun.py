@@ -1,0 +1,132 @@
+"""The speedrun (benchmarks/speedrun.py): its recipes trained a few steps through main_pretrain.py,
+its learning-rate schedule ending at the budget, and its time and record arithmetic on made-up
+CSV rows (the runs themselves take CPU-hours)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import REPO, run_entry
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import cpu_claims  # noqa: E402
+import speedrun  # noqa: E402
+import speedrun_report as report  # noqa: E402
+from speedrun_report import StepTime  # noqa: E402
+
+
+def _curve(run: str, knn: list, steps_per_epoch: int = 390) -> list:
+    return [
+        {"run": run, "epoch": str(e), "step": str(e * steps_per_epoch), "knn_backbone": str(k)}
+        for e, k in enumerate(knn, start=1)
+    ]
+
+
+def test_seconds_to_a_target_and_knn_at_a_budget_use_steps_times_the_step():
+    curve = _curve("r", [40.0, 52.0, 56.0, 61.0])
+    assert report.seconds_to(curve, 50, 0.25) == 780 * 0.25
+    assert report.seconds_to(curve, 60, 0.25) == 1560 * 0.25
+    assert report.seconds_to(curve, 65, 0.25) is None
+    assert report.knn_at(curve, 350.0, 0.25) == 56.0  # epoch 3 ends at 292.5 s, epoch 4 at 390 s
+    assert report.knn_at(curve, 390.0, 0.25) == 61.0
+    assert report.knn_at(curve, 9999.0, 0.25) == 61.0  # the run ended sooner: its final encoder
+    assert report.knn_at(curve, 97.0, 0.25) is None  # no epoch had ended
+    assert report.knn_interpolated(curve, 97.5 / 2, 0.25) == pytest.approx(25.0)  # halfway from chance
+    assert report.knn_interpolated(curve, 3 * 97.5 + 97.5 / 2, 0.25) == pytest.approx(58.5)
+
+
+def test_records_give_minutes_to_each_target_and_knn_at_each_budget():
+    curves = _curve("recipe-e18-s1", [40 + e for e in range(18)])
+    steps = {"recipe": StepTime(0.25, "bf16 box", "bf16-mixed", "measured")}
+    runs = [("recipe-e18-s1", "recipe", "speedrun_cpu.yaml", 1)]
+    (row,) = report.record_rows(runs, curves, steps, {"recipe-e18-s1": {"commit": "abc", "cpu": "x"}})
+    assert row["final_knn"] == 57.0 and row["epochs"] == 18 and row["commit"] == "abc"
+    assert row["s_to_50"] == 11 * 390 * 0.25 and row["s_to_55"] == 16 * 390 * 0.25
+    assert row["s_to_60"] == "" and row["final_seconds"] == 18 * 390 * 0.25
+    assert row["knn_at_30min"] == 57.0  # 1,755 s: the whole run fits in 30 minutes
+    assert row["knn_at_2h"] == 57.0
+    table = report.records_table([row])
+    assert "| recipe | 1 | 18 | 57.0 | 17.9 | 26.0 | - | - | - | 57.0 | 57.0 |" in table[2]
+    assert report.record_rows(runs, curves, {}, {}) == []  # no step time on that machine: no row
+
+
+def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
+    curves = _curve("a-e3-s1", [40, 45, 50]) + _curve("b-e3-s1", [38, 44, 48]) + _curve("b-e3-s2", [40, 46, 50])
+    # the changed setting's step is twice as slow: its 3 epochs take the reference's 6 epochs' time,
+    # past the reference's last epoch: no gain can be said there
+    steps = {"a": StepTime(0.5, "m", "32", "measured"), "b": StepTime(0.25, "m", "32", "measured")}
+    levers = [report.Lever("x", "a", "b", "a vs b")]
+    (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
+    assert row["gain_points_equal_seconds"] == "" and row["step_ratio"] == 2.0
+    assert row["knn_reference"] == 49.0 and row["seeds_reference"] == 2
+    steps["a"] = StepTime(0.25, "m", "32", "measured")  # equal steps: equal seconds at equal epochs
+    (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
+    assert row["gain_points_equal_seconds"] == 1.0
+    assert report.lever_rows(levers, {"a": ["a-e3-s1"]}, curves, steps) == []  # the reference not run yet
+    assert "+1.00" in report.levers_table([row])[2]
+
+
+def test_step_times_are_measured_then_the_grids_step_then_the_baseline_ratio():
+    own = [
+        {"setting": "lars", "s_per_step": "0.6", "ratio_to_baseline": "0.75", "cpu": "avx2", "precision": "32-true"},
+        {"setting": "baseline", "s_per_step": "0.8", "ratio_to_baseline": "1.0", "cpu": "avx2", "precision": "32-true"},
+    ]
+    claims = [
+        {"method": "mabt", "m": "2", "d": "256", "width": "16", "s_per_step": "0.25", "cpu": "bf16", "precision": "bf"},
+        {"method": "mabt", "m": "2", "d": "2048", "width": "16", "s_per_step": "0.4", "cpu": "bf16", "precision": "bf"},
+    ]
+    here = speedrun.step_times_on("avx2", own, claims)
+    assert here["lars"] == StepTime(0.6, "avx2", "32-true", "measured") and "recipe" not in here
+    there = speedrun.step_times_on("bf16", own, claims)
+    assert there["recipe"] == StepTime(0.25, "bf16", "bf", "claims grid's step")  # the same step as the grid's
+    assert there["lars"].seconds == pytest.approx(0.75 * 0.4)  # not a grid step: its ratio x the baseline there
+    assert there["lars"].basis == "ratio to the baseline on avx2"
+    assert "mixres" not in there  # never measured anywhere
+
+
+def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
+    names = [p.name(s) for p, s in speedrun.plan()]
+    assert len(names) == len(set(names))
+    for point, seed in speedrun.plan():
+        assert speedrun.find(point.name(seed)) == (point, seed)
+        assert speedrun.setting_of(point.name(seed)) == point.tag
+    assert {t for lever in speedrun.LEVERS for t in (lever.changed, lever.reference)} <= set(speedrun.SETTINGS)
+    # a scheduled setting never goes on from a shorter run: its schedule depends on max_epochs
+    assert cpu_claims.prefix_run(speedrun.SETTINGS["recipe"].point(18), 1) is None
+
+
+def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs():
+    recipe, extra = cpu_claims.overrides(speedrun.SETTINGS["cos-lr2e-3"].point(3), 1)
+    assert recipe == "speedrun_cpu.yaml"
+    assert extra.count("optimizer.lr=2e-3") == 1 and "scheduler.warmup_epochs=0.3" in extra
+    assert "max_epochs=3" in extra
+    _, peer = cpu_claims.overrides(speedrun.SETTINGS["peer"].point(20), 1)
+    assert [o for o in peer if o.startswith("method_kwargs.lamb")] == ["method_kwargs.lamb=0.0051"]
+    assert "method=barlow_twins" in peer and "scheduler.warmup_epochs=0.2" in peer
+    _, const = cpu_claims.overrides(speedrun.SETTINGS["const"].point(3), 1)
+    assert not any(o.startswith("scheduler.") for o in const)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tag", ["recipe", "peer"])
+def test_a_setting_trains_through_main_pretrain_and_its_schedule_ends_at_the_budget(
+    tag, tiny_cifar, tmp_path, monkeypatch, one_thread
+):
+    """The harness's own overrides of a setting at 2 epochs, on tiny data (3 steps an epoch):
+    the warm-up-cosine schedule solo-learn builds from max_epochs has taken all 6 steps and ends
+    at lr 0, with the warm-up fitted to the run's epochs (the recipe's 10%; the peer's 1%)."""
+    monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
+    recipe, extra = cpu_claims.overrides(speedrun.SETTINGS[tag].point(2), 1)
+    tiny = {"checkpoint.dir": str(tmp_path), "optimizer.batch_size": "8", "backbone.kwargs.width": "8"}
+    extra = [o for o in extra if cpu_claims.override_key(o) not in tiny] + [f"{k}={v}" for k, v in tiny.items()]
+    result = run_entry("main_pretrain.py", ["--config-name", recipe, *extra], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (ckpt,) = tmp_path.rglob("*ep=1.ckpt")
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    (scheduler,) = state["lr_schedulers"]
+    assert scheduler["last_epoch"] == scheduler["max_epochs"] == 6  # every step of the budget taken
+    assert scheduler["warmup_epochs"] == pytest.approx(6 * (0.1 if tag == "recipe" else 0.01))
+    assert max(scheduler["_last_lr"]) == pytest.approx(0.0, abs=1e-12)
