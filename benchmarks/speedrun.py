@@ -202,9 +202,10 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
         }
         for tag in timed
     ]
+    for r in rows:  # printed first: the measurement is not lost to a failed write
+        print(f"| {r['setting']} | {r['s_per_step']} s | {r['ratio_to_baseline']}x the baseline |", flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     write_csv(OUT / STEPS, [r for r in read_csv(OUT / STEPS) if r["cpu"] != machine] + rows)
-    for r in rows:
-        print(f"| {r['setting']} | {r['s_per_step']} s | {r['ratio_to_baseline']}x the baseline |")
     return rows
 
 
@@ -237,14 +238,22 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
 
 #: the machine of the targets (a 2-core CPU with native bf16): the records' first clock
 TARGET_MACHINE = "AMD EPYC, 2 cores, bf16 native"
+#: where the report writes its tables for readers: the README's record table, the docs' levers
+README = cpu_claims.REPO / "README.md"
+LEVERS_DOC = cpu_claims.REPO / "docs" / "speedrun.md"
+RECORDS_START = "<!-- speedrun records: made by `python benchmarks/speedrun.py --report` from its CSVs -->"
+LEVERS_START = "<!-- speedrun levers: made by `python benchmarks/speedrun.py --report` from its CSVs -->"
+END = "<!-- end of the speedrun table -->"
 
 
-def report() -> Path:
-    """records.csv, levers.csv, summary.md and the plot from the CSVs."""
+def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optional[Path] = LEVERS_DOC) -> Path:
+    """records.csv, levers.csv, summary.md and the plot in ``out`` from its CSVs; the record table
+    into ``readme`` and the levers table into ``levers_doc``, between their markers."""
     from mvssl_plugin.runs import read_csv, write_csv
 
-    results, curves = read_csv(OUT / "results.csv"), read_csv(OUT / "curves.csv")
-    own, claims = read_csv(OUT / STEPS), read_csv(CLAIMS_STEP_TIMES)
+    out.mkdir(parents=True, exist_ok=True)
+    results, curves = read_csv(out / "results.csv"), read_csv(out / "curves.csv")
+    own, claims = read_csv(out / STEPS), read_csv(CLAIMS_STEP_TIMES)
     machines = list(dict.fromkeys([TARGET_MACHINE, *(r["cpu"] for r in own)]))
     finished = [(r["run"], setting_of(r["run"]), int(r["seed"])) for r in results]
     details = {r["run"]: r for r in results}
@@ -259,8 +268,8 @@ def report() -> Path:
             if run == SETTINGS[tag].point(SCREEN_EPOCHS).name(seed):
                 screens.setdefault(tag, []).append(run)
         levers += speedrun_report.lever_rows(LEVERS, screens, curves, steps)
-    write_csv(OUT / "records.csv", records)
-    write_csv(OUT / "levers.csv", levers)
+    write_csv(out / "records.csv", records)
+    write_csv(out / "levers.csv", levers)
     first = [r for r in records if r["timed_on"] == machines[0]]
     lines = [
         "# Speedrun: time to accuracy on a CPU",
@@ -280,16 +289,32 @@ def report() -> Path:
         "",
         "Every clock: records.csv and levers.csv (one row per machine timed).",
     ]
-    summary = OUT / "summary.md"
+    summary = out / "summary.md"
     summary.write_text("\n".join(lines) + "\n")
+    if readme is not None:
+        records_block = speedrun_report.records_table(first) if first else ["No record run has finished yet."]
+        records_block += ["", f"(Timed on {machines[0]}; every clock: `benchmarks/results/speedrun/records.csv`.)"]
+        readme.write_text(speedrun_report.replace_between(readme.read_text(), RECORDS_START, END, records_block))
+    if levers_doc is not None:
+        shown = [r for r in levers if r["timed_on"] == machines[0]] or levers
+        levers_block = speedrun_report.levers_table(shown) if shown else ["No lever pair has finished yet."]
+        levers_doc.write_text(speedrun_report.replace_between(levers_doc.read_text(), LEVERS_START, END, levers_block))
     steps = step_times_on(machines[0], own, claims)
     lines_to_plot = [
         (run, speedrun_report.curve_of(curves, run), steps[tag].seconds)
         for run, tag, _, seed in sorted(runs, key=lambda r: (r[1], r[3]))
         if tag in steps and run != SETTINGS[tag].point(SCREEN_EPOCHS).name(seed)
     ]
+    base_step = next(
+        (float(r["s_per_step"]) for r in claims if r["cpu"] == machines[0] and (r["m"], r["d"]) == ("2", "2048")), None
+    )
+    claims_curves = read_csv(CLAIMS_STEP_TIMES.parent / "curves.csv")
+    for seed in (1, 2):
+        name = BASELINE.name(seed)
+        if base_step is not None and speedrun_report.curve_of(claims_curves, name):
+            lines_to_plot.append((f"claims baseline s{seed}", speedrun_report.curve_of(claims_curves, name), base_step))
     if lines_to_plot:
-        speedrun_report.plot(lines_to_plot, OUT / "knn_vs_minutes.png", machines[0])
+        speedrun_report.plot(lines_to_plot, out / "knn_vs_minutes.png", machines[0])
     print(summary.read_text())
     return summary
 
@@ -346,7 +371,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.step_times:
         measure_step_times(args.rounds, args.steps)
     elif args.report:
-        report()
+        report(args.results)
     elif args.budget_min is not None or until is not None:
         if args.pgid_file is not None:
             args.pgid_file.write_text(str(os.getpgrp()))

@@ -162,6 +162,15 @@ def lever_rows(
     return out
 
 
+def replace_between(text: str, start: str, end: str, block: Sequence[str]) -> str:
+    """``text`` with the lines between the marker lines ``start`` and ``end`` replaced by ``block``."""
+    if start not in text or end not in text:
+        raise SystemExit(f"no markers {start!r} ... {end!r} to write the table between")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return head + start + "\n" + "\n".join(block) + "\n" + end + tail
+
+
 def _cell(value: object) -> str:
     return "-" if value in ("", None) else str(value)
 
@@ -186,8 +195,8 @@ def records_table(records: Sequence[dict]) -> List[str]:
 
 def levers_table(levers: Sequence[dict]) -> List[str]:
     lines = [
-        "| lever | changed | against | seeds | kNN changed | kNN against | step ratio | gain at equal seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| lever | changed | against | seeds | kNN changed | kNN against | step ratio | gain at equal s | timed on |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in levers:
         seeds = f"{r['seeds_changed']} / {r['seeds_reference']}"
@@ -195,7 +204,7 @@ def levers_table(levers: Sequence[dict]) -> List[str]:
         gain = "-" if gain == "" else f"{float(gain):+.2f}"
         lines.append(
             f"| {r['lever']}: {r['what']} | {r['changed']} | {r['reference']} | {seeds} | {r['knn_changed']} "
-            f"| {r['knn_reference']} | {r['step_ratio']} | {gain} |"
+            f"| {r['knn_reference']} | {r['step_ratio']} | {gain} | {r['timed_on']} ({r['basis']}) |"
         )
     return lines
 

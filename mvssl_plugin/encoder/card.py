@@ -95,7 +95,7 @@ def model_card(config: Dict[str, Any]) -> str:
         f"- {train['dataset']}, data fraction {train['data_fraction']}; {train['epochs_trained']} of "
         f"{train['max_epochs']} epochs, {train['steps']} steps, {train['views_seen']} views seen",
         f"- optimizer {json.dumps(train['optimizer'])}, scheduler {train['scheduler']}, precision {train['precision']}",
-        f"- mvssl-plugin {train['plugin_version']}"
+        f"- trained with mvssl-plugin {train['plugin_version'] or '(version not recorded)'}"
         + (f" at {train['plugin_commit']}" if train["plugin_commit"] else ""),
     ]
     body += [f"- command: `{command}`" for command in train["commands"]]

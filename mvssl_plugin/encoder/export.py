@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 import torch
 
+from mvssl_plugin import provenance
 from mvssl_plugin.encoder.card import model_card
 from mvssl_plugin.encoder.model import CARD, CONFIG, FORMAT, STANDARD, WEIGHTS, build_backbone
 from mvssl_plugin.errors import ConfigError
@@ -94,16 +94,6 @@ def preprocessing(args: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def git_commit() -> Optional[str]:
-    """The plugin checkout's commit, where the plugin runs from one."""
-    try:
-        here = Path(__file__).resolve().parents[2]
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
-        return done.stdout.strip() if done.returncode == 0 and (here / ".git").exists() else None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def accuracies(folder: Path) -> List[Dict[str, Any]]:
     """Every accuracy measured on the run that its folder holds, each with its protocol."""
     found: List[Dict[str, Any]] = []
@@ -140,9 +130,8 @@ def accuracies(folder: Path) -> List[Dict[str, Any]]:
     return found
 
 
-def provenance(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -> Dict[str, Any]:
+def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -> Dict[str, Any]:
     """How the encoder was made: method, views, projector, beta, data, schedule, launches."""
-    from mvssl_plugin import __version__
     from mvssl_plugin.config.beta import beta_of
     from mvssl_plugin.eval.compare import views_of
     from mvssl_plugin.registry import beta_slot
@@ -171,7 +160,7 @@ def provenance(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -> Dic
         "precision": args.get("precision"),
         "run_name": args.get("name"),
         "commands": [launch.get("command") for launch in launches],
-        "plugin_version": __version__,
+        "plugin_version": next((x["plugin_version"] for x in reversed(launches) if x.get("plugin_version")), None),
         "plugin_commit": next((x.get("plugin_commit") for x in reversed(launches) if x.get("plugin_commit")), None),
     }
 
@@ -180,7 +169,6 @@ def export(source: str | Path, out: str | Path, force: bool = False, notify: Cal
     """Writes ``out/``: the backbone of the pretraining run (folder or .ckpt) ``source``."""
     from safetensors.torch import save_file
 
-    from mvssl_plugin import __version__
     from mvssl_plugin.eval.compare import is_evaluation
 
     out = Path(out)
@@ -208,10 +196,10 @@ def export(source: str | Path, out: str | Path, force: bool = False, notify: Cal
         "format": FORMAT,
         "architecture": {**arch, "num_features": int(getattr(model, "num_features", STANDARD.get(arch["name"], 0)))},
         "preprocessing": preprocessing(args),
-        "training": provenance(args, loaded, folder),
+        "training": training_record(args, loaded, folder),
         "accuracy": accuracies(folder),
         "source": {"checkpoint": str(Path(ckpt).resolve()), "args": str(args_path.resolve())},
-        "exported_by": {"plugin_version": __version__, "plugin_commit": git_commit()},
+        "exported_by": {"plugin_version": provenance.version(), "plugin_commit": provenance.commit()},
     }
     staging = out.parent / f".{out.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)

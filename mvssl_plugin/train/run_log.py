@@ -24,6 +24,7 @@ from typing import Dict, List, Optional
 import torch
 from lightning.pytorch.callbacks import Callback
 
+from mvssl_plugin import provenance
 from mvssl_plugin.runs import METRICS, RUN_LOG, TIME_TO_ACCURACY, read_csv, read_json, write_csv, write_json
 
 
@@ -230,6 +231,8 @@ class RunLog(TrainClock):
             {
                 "device": device_description(trainer),
                 "torch": torch.__version__,
+                "plugin_version": provenance.version(),
+                "plugin_commit": provenance.commit(),
                 "updated": now,
                 "status": status,
                 "finished": status == "finished",

@@ -130,3 +130,26 @@ def test_a_setting_trains_through_main_pretrain_and_its_schedule_ends_at_the_bud
     assert scheduler["last_epoch"] == scheduler["max_epochs"] == 6  # every step of the budget taken
     assert scheduler["warmup_epochs"] == pytest.approx(6 * (0.1 if tag == "recipe" else 0.01))
     assert max(scheduler["_last_lr"]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_runs(tmp_path):
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    out = tmp_path / "speedrun"
+    out.mkdir()
+    runs = {"cos-lr5e-4-e3-s1": [45, 50, 53], "const-e3-s1": [44, 47, 49], "recipe-e18-s1": [45 + e for e in range(18)]}
+    write_csv(out / "curves.csv", [{**r, "seed": "1"} for run, knn in runs.items() for r in _curve(run, knn)])
+    write_csv(out / "results.csv", [{"run": run, "seed": "1", "commit": "abc"} for run in runs])
+    readme, doc = tmp_path / "README.md", tmp_path / "speedrun.md"
+    readme.write_text(f"# x\n{speedrun.RECORDS_START}\nold\n{speedrun.END}\ntail\n")
+    doc.write_text(f"# y\n{speedrun.LEVERS_START}\n{speedrun.END}\n")
+    speedrun.report(out, readme, doc)
+    # the target machine's clock: the claims grid's own m = 2, d = 256 step (its step_times.csv)
+    (record,) = [r for r in read_csv(out / "records.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
+    assert record["run"] == "recipe-e18-s1" and record["basis"] == "claims grid's step"  # screens are not records
+    text = readme.read_text()
+    assert "old" not in text and text.endswith(f"{speedrun.END}\ntail\n") and "| recipe | 1 | 18 | 62.0 |" in text
+    (lever,) = [r for r in read_csv(out / "levers.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
+    assert (lever["lever"], lever["gain_points_equal_seconds"]) == ("schedule", "4.0")  # equal steps: 53 - 49
+    assert "| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | const |" in doc.read_text()
+    assert (out / "knn_vs_minutes.png").is_file() and "| recipe | 1 | 18 |" in (out / "summary.md").read_text()

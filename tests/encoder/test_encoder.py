@@ -83,6 +83,8 @@ def test_export_writes_the_backbone_alone_with_its_config_and_card(exported):
     assert train["method"] == "mabt" and train["views"] == 4 and train["proj_output_dim"] == 16
     assert train["epochs_trained"] == 1 and train["views_seen"] == train["steps"] * 8 * 4 > 0
     assert train["beta"] > 0 and train["plugin_version"] == __import__("mvssl_plugin").__version__
+    launches = json.loads((exported["run"] / "run.json").read_text())["launches"]
+    assert launches[-1]["plugin_version"] == config["exported_by"]["plugin_version"] == train["plugin_version"]
     assert [a["metric"] for a in config["accuracy"]] == ["val_acc1"]  # the online classifier's
     card = (out / "README.md").read_text()
     assert card.startswith("---\n") and "\n---\n" in card and "Sodhani" in card
