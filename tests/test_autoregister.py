@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mvssl_plugin.config.views import HIDDEN_CROPS, hide_crop_counts, restore_crop_counts, views_to_crops
-from tests.helpers import REPO, make_image_folder, run_entry, tiny_overrides
+from helpers import REPO, make_image_folder, run_entry, tiny_overrides
 
 SOLO = REPO.parent / "shared" / "solo-learn"
 PTH = REPO / "mvssl_plugin_autoregister.pth"

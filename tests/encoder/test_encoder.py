@@ -36,15 +36,41 @@ def _pretrain(data: dict, out: Path, backbone: str) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module", params=["narrow_resnet18", "resnet18"])
-def exported(request, tiny_cifar, tmp_path_factory) -> dict:
-    """A tiny finished run of each backbone, exported with main_export.py."""
-    root = tmp_path_factory.mktemp(f"export_{request.param}")
-    run = _pretrain(tiny_cifar, root, request.param)
+def _export(tiny_cifar, tmp_path_factory, backbone: str) -> dict:
+    """A tiny finished run of ``backbone``, exported with main_export.py."""
+    root = tmp_path_factory.mktemp(f"export_{backbone}")
+    run = _pretrain(tiny_cifar, root, backbone)
     out = root / "encoder"
     result = run_entry("main_export.py", [str(run), "--out", str(out)], cwd=root)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    return {"run": run, "out": out, "backbone": request.param, "stdout": result.stdout}
+    return {"run": run, "out": out, "backbone": backbone, "stdout": result.stdout}
+
+
+@pytest.fixture(scope="module")
+def narrow(tiny_cifar, tmp_path_factory) -> dict:
+    return _export(tiny_cifar, tmp_path_factory, "narrow_resnet18")
+
+
+@pytest.fixture(scope="module")
+def standard(tiny_cifar, tmp_path_factory) -> dict:
+    return _export(tiny_cifar, tmp_path_factory, "resnet18")
+
+
+@pytest.fixture(params=["narrow", "standard"])
+def exported(request) -> dict:
+    """Each backbone's export: the plugin's narrow ResNet-18 and torchvision's ResNet-18."""
+    return request.getfixturevalue(request.param)
+
+
+def _refused(main, argv: list, capsys, *fragments: str) -> None:
+    """``main(argv)`` (an entry point's function, in this process) ends with exit status 2 and one
+    ``mvssl ...`` line on stderr holding every fragment."""
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    (line,) = [line for line in err.splitlines() if line.startswith("mvssl ")]
+    assert "Traceback" not in err and all(f in line for f in fragments), line
 
 
 def _checkpoint_backbone(run: Path) -> torch.nn.Module:
@@ -151,13 +177,11 @@ def test_embed_gives_one_row_per_image_with_labels_and_the_encoders_features(exp
     assert np.abs(saved["features"] - expected).max() < 1e-4
 
 
-def test_umap_draws_train_and_val_on_the_cpu(exported, tiny_cifar, tmp_path):
-    if exported["backbone"] != "narrow_resnet18":
-        pytest.skip("one backbone is enough for the picture")
+def test_umap_draws_train_and_val_on_the_cpu(narrow, tiny_cifar, tmp_path):
     pytest.importorskip("umap")
     out = tmp_path / "umap.png"
     result = subprocess.run(
-        ["mvssl-umap", str(exported["out"]), tiny_cifar["train"], "--val", tiny_cifar["test"], "--out", str(out),
+        ["mvssl-umap", str(narrow["out"]), tiny_cifar["train"], "--val", tiny_cifar["test"], "--out", str(out),
          "--device", "cpu"],
         capture_output=True, text=True,
     )  # fmt: skip
@@ -168,10 +192,10 @@ def test_umap_draws_train_and_val_on_the_cpu(exported, tiny_cifar, tmp_path):
         assert picture.size[0] > 1000  # two panels side by side
 
 
-def test_export_refuses_bad_input_in_one_line_and_writes_nothing(exported, tmp_path):
-    if exported["backbone"] != "narrow_resnet18":
-        pytest.skip("the checks do not depend on the backbone")
-    run, ckpt = exported["run"], next(exported["run"].glob("*.ckpt"))
+def test_export_refuses_bad_input_in_one_line_and_writes_nothing(narrow, tmp_path, capsys):
+    from mvssl_plugin.cli.encoder import export_main
+
+    run, ckpt = narrow["run"], next(narrow["run"].glob("*.ckpt"))
     # a truncated checkpoint in an otherwise whole run folder
     cut = tmp_path / "cut"
     shutil.copytree(run, cut)
@@ -185,43 +209,47 @@ def test_export_refuses_bad_input_in_one_line_and_writes_nothing(exported, tmp_p
     full = tmp_path / "full"
     full.mkdir()
     (full / "notes.txt").write_text("mine")
+    # as a user runs it: the script's exit status and its one line
+    assert_one_line(
+        run_entry("main_export.py", [str(tmp_path / "nowhere"), "--out", str(tmp_path / "o1")], tmp_path),
+        2,
+        "does not exist",
+    )
     cases = [
-        ([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o1")], "does not exist"),
         ([str(tmp_path), "--out", str(tmp_path / "o2")], "no complete .ckpt"),
         ([str(next(cut.glob("*.ckpt"))), "--out", str(tmp_path / "o3")], "not a complete checkpoint"),
-        ([str(linear), "--out", str(tmp_path / "o4")], "linear-evaluation run"),
+        ([str(linear), "--out", str(tmp_path / "o4")], "linear-evaluation run", str(ckpt)),
         ([str(run), "--out", str(full)], "--force"),
     ]
-    for argv, fragment in cases:
-        result = run_entry("main_export.py", argv, cwd=tmp_path)
-        assert_one_line(result, 2, fragment)
+    for argv, *fragments in cases:
+        _refused(export_main, argv, capsys, *fragments)
     assert not any((tmp_path / f"o{i}").exists() for i in range(1, 5))
     assert [p.name for p in full.iterdir()] == ["notes.txt"]
     assert not list(tmp_path.glob(".*partial"))
     # --force replaces the folder whole
-    result = run_entry("main_export.py", [str(run), "--out", str(full), "--force"], cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-2000:]
+    export_main([str(run), "--out", str(full), "--force"])
     assert sorted(p.name for p in full.iterdir()) == ["README.md", "config.json", "model.safetensors"]
 
 
-def test_embed_and_umap_refuse_bad_input_in_one_line(exported, tmp_path):
-    if exported["backbone"] != "narrow_resnet18":
-        pytest.skip("the checks do not depend on the backbone")
+def test_embed_and_umap_refuse_bad_input_in_one_line(narrow, tmp_path, capsys):
+    from mvssl_plugin.cli.encoder import embed_main, umap_main
+
     empty = tmp_path / "empty"
     (empty / "cats").mkdir(parents=True)
     (empty / "cats" / "notes.txt").write_text("no image")
     images = make_image_folder(tmp_path / "images", per_class=2)
     taken = tmp_path / "taken.npz"
     taken.write_bytes(b"mine")
-    cases = [
-        (["mvssl-embed", str(exported["out"]), str(empty), "--out", str(tmp_path / "a.npz")], "holds no images"),
-        (["mvssl-embed", str(exported["run"]), str(images), "--out", str(tmp_path / "b.npz")], "not an exported"),
-        (["mvssl-embed", str(exported["out"]), str(images), "--out", str(taken)], "--force"),
-        (["mvssl-embed", str(exported["out"]), str(images), "--out", str(tmp_path / "c.txt")], ".npz"),
-        (["mvssl-umap", str(exported["out"]), str(images), "--out", str(tmp_path / "d.npz")], "picture"),
-    ]
-    for argv, fragment in cases:
-        result = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
-        assert_one_line(result, 2, fragment)
+    # as a user runs it: the console script's exit status and its one line
+    result = subprocess.run(
+        ["mvssl-embed", str(narrow["out"]), str(empty), "--out", str(tmp_path / "a.npz")],
+        capture_output=True,
+        text=True,
+    )
+    assert_one_line(result, 2, "holds no images")
+    _refused(embed_main, [str(narrow["run"]), str(images), "--out", str(tmp_path / "b.npz")], capsys, "not an exported")
+    _refused(embed_main, [str(narrow["out"]), str(images), "--out", str(taken)], capsys, "--force")
+    _refused(embed_main, [str(narrow["out"]), str(images), "--out", str(tmp_path / "c.txt")], capsys, ".npz")
+    _refused(umap_main, [str(narrow["out"]), str(images), "--out", str(tmp_path / "d.npz")], capsys, "picture")
     assert taken.read_bytes() == b"mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "images", "taken.npz"]
