@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO, make_image_folder, run_entry, tiny_overrides
 from omegaconf import OmegaConf
 
 from mvssl_plugin.config.views import HIDDEN_CROPS, hide_crop_counts, restore_crop_counts, views_to_crops
-from helpers import REPO, make_image_folder, run_entry, tiny_overrides
 
 SOLO = REPO.parent / "shared" / "solo-learn"
 PTH = REPO / "mvssl_plugin_autoregister.pth"
