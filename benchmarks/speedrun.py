@@ -29,7 +29,7 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -51,6 +51,8 @@ RECORD_EPOCHS = 18
 PEER_EPOCHS = 20
 #: each lever's screening budget (a fitted schedule of this many epochs)
 SCREEN_EPOCHS = 3
+#: the speedrun's batch on a GPU (``--scale gpu``), against the CPU's 128
+GPU_BATCH = 512
 #: the claims baseline (2 views, d = 2048, fixed beta): every step is timed beside it
 BASELINE = Point("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, ("views",), True)
 
@@ -68,14 +70,20 @@ class Setting:
     d: int = 256
     warmup: Optional[float] = 0.1  # warmup_cosine's warm-up, a fraction of the run's epochs; None: no schedule
     grid_step: bool = False  # the step is the claims grid's (method, m, d, width 16, batch 128, Adam)
+    width_factor: float = 1.0  # the backbone's width over the scale's (16 on the CPU, 64 on a GPU)
 
     def point(self, epochs: int) -> Point:
+        """The run at ``epochs`` on the harness's scale: on a GPU, the ResNet-18 (width 64) at
+        batch 512 (solo-learn scales the lr with it), the rest as on the CPU."""
         extra = list(self.overrides)
         if self.warmup is not None:
             extra.append(f"scheduler.warmup_epochs={epochs * self.warmup:g}")
+        if cpu_claims.SCALE.name == "gpu":
+            extra.append(f"optimizer.batch_size={GPU_BATCH}")
+        width = round(cpu_claims.SCALE.width * self.width_factor)
         return Point(
             self.method, self.m, self.d, "rule", 1.0, epochs, ("speedrun",), False,
-            tag=self.tag, recipe=self.recipe, extra=tuple(extra),
+            width=width, tag=self.tag, recipe=self.recipe, extra=tuple(extra),
         )  # fmt: skip
 
 
@@ -114,7 +122,7 @@ SETTINGS = {
         Setting(
             "d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",), d=128
         ),
-        Setting("w24", "backbone width 24", overrides=("backbone.kwargs.width=24",)),
+        Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5),
         Setting(
             "peer",
             "solo-learn's barlow_twins CIFAR recipe as it ships",
@@ -179,7 +187,8 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    timed = {"baseline": BASELINE, **{tag: s.point(SCREEN_EPOCHS) for tag, s in SETTINGS.items()}}
+    baseline = replace(BASELINE, width=cpu_claims.SCALE.width)
+    timed = {"baseline": baseline, **{tag: s.point(SCREEN_EPOCHS) for tag, s in SETTINGS.items()}}
     times: Dict[str, List[float]] = {tag: [] for tag in timed}
     out = Path(tempfile.mkdtemp())
     for round_ in range(rounds):
@@ -353,8 +362,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
     parser.add_argument("--pause-log", type=Path, help="pause log (cpu_claims.py's docstring)")
     parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
-    parser.add_argument("--results", type=Path, default=OUT, help=argparse.SUPPRESS)
-    parser.add_argument("--scale", default="cpu", help=argparse.SUPPRESS)  # the child's, as cpu_claims passes it
+    parser.add_argument("--results", type=Path, help="results folder (default: benchmarks/results/speedrun[_gpu])")
+    parser.add_argument("--scale", choices=sorted(cpu_claims.SCALES), default="cpu", help="cpu, or the GPU twin")
+    parser.add_argument("--data", type=Path, help="CIFAR-10 ImageFolder root (train/, test/); else CIFAR10_DIR")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
     args = parser.parse_args(argv)
     until = None
@@ -363,7 +373,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             until = cpu_claims.parse_until(args.until, cpu_claims.wall_clock())
         except ValueError as error:
             parser.error(str(error))
-    cpu_claims.use_scale("cpu", args.results)  # the claims harness's CSVs and runs, in this folder
+    out = args.results or (OUT if args.scale == "cpu" else OUT.with_name("speedrun_gpu"))
+    cpu_claims.use_scale(args.scale, out)  # the claims harness's CSVs and runs, in this folder
+    if args.data is not None:
+        os.environ["CIFAR10_DIR"] = str(args.data.resolve())  # the children inherit it
     if args.run:
         cpu_claims.run_child(*find(args.run), args.pause_log)
     elif args.list:
@@ -371,7 +384,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.step_times:
         measure_step_times(args.rounds, args.steps)
     elif args.report:
-        report(args.results)
+        report(out, README if args.scale == "cpu" else None, LEVERS_DOC if args.scale == "cpu" else None)
     elif args.budget_min is not None or until is not None:
         if args.pgid_file is not None:
             args.pgid_file.write_text(str(os.getpgrp()))

@@ -8,7 +8,6 @@ adds what needs several of them at once (method + views, linear checkpoint + dat
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple, Type
@@ -29,8 +28,9 @@ from mvssl_plugin.data.checks import check_data, class_match_notices, nested_fol
 from mvssl_plugin.data.datasets import Screen, eval_keeps_size
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import is_multiview
-from mvssl_plugin.runs import check_writable_folder, incomplete_checkpoints, is_complete_checkpoint, newest_checkpoint
+from mvssl_plugin.runs import check_writable_folder
 from mvssl_plugin.train.peak_ram_check import check_peak_ram
+from mvssl_plugin.train.resume import resolve_checkpoint
 
 
 def check_method_and_backbone(cfg: DictConfig, methods: Dict[str, Type], backbones: Dict) -> None:
@@ -124,38 +124,6 @@ def check_pretrain_cfg(
         else:
             notices += check_builtin_method(cfg)
         notices += check_peak_ram(cfg)
-    return notices
-
-
-def resolve_checkpoint(cfg: DictConfig) -> List[str]:
-    """``pretrained_feature_extractor``: a run folder becomes its newest complete checkpoint
-    (checkpoint names hold ``=``, which Hydra overrides would need quoted). Returns notices
-    for unreadable checkpoints skipped."""
-    ckpt = select(cfg, "pretrained_feature_extractor")
-    notices = []
-    if ckpt is not None and not isinstance(ckpt, str):
-        ckpt = str(ckpt)
-    if ckpt is not None and os.path.isdir(ckpt):
-        folder, newest = ckpt, newest_checkpoint(ckpt)
-        skipped = [p.name for p in incomplete_checkpoints(folder)]
-        if skipped:
-            notices.append(f"skipped unreadable checkpoint(s) {skipped} in {folder}")
-        if newest is None:
-            raise ConfigError(
-                f"pretrained_feature_extractor={folder!r} holds no complete .ckpt: point it at a pretraining "
-                "run folder (trained_models/<method>/<run id>) or one of its checkpoints"
-            )
-        cfg.pretrained_feature_extractor = ckpt = str(newest)
-    if ckpt is None or not os.path.isfile(ckpt):
-        raise ConfigError(
-            f"pretrained_feature_extractor={ckpt!r} is not a file: point it at a pretraining checkpoint "
-            "(trained_models/<method>/<run>/*.ckpt) or its run folder"
-        )
-    if not is_complete_checkpoint(ckpt):  # before the data and the backbone are built
-        raise ConfigError(
-            f"pretrained_feature_extractor={ckpt!r} is not a complete checkpoint (not a torch zip archive, or "
-            "truncated): point it at a pretraining run folder or one of its .ckpt files"
-        )
     return notices
 
 

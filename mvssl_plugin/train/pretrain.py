@@ -55,8 +55,9 @@ def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
     epoch ends run before the epoch's checkpoint is written."""
     from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
     from mvssl_plugin.train.checks import file_screen
+    from mvssl_plugin.train.resume import resume_checkpoint
     from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts, steps_per_process
-    from mvssl_plugin.train.trainer import fit, resume_checkpoint
+    from mvssl_plugin.train.trainer import fit
 
     cfg, model = build_pretrain_model(cfg)
     # which run this launch continues, before the data is read: a run it may not touch stops it now

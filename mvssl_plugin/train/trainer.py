@@ -7,72 +7,14 @@ import inspect
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.config import count_views, select, trainer_devices
 from mvssl_plugin.config.beta import beta_of
-from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import beta_slot
-from mvssl_plugin.runs import ARGS, is_complete_checkpoint, read_json
-
-Notify = Callable[[str], None]
-
-
-def resume_checkpoint(cfg: DictConfig, run_kind: str, notify: Notify = print) -> Tuple[Optional[str], Optional[str]]:
-    """solo-learn's explicit or automatic resume: (checkpoint path, wandb run id).
-
-    Automatic resume takes the newest complete checkpoint of a run whose whole training
-    config matches (see :func:`mvssl_plugin.train.checkpoints.find_resumable`), not
-    solo-learn's first-listed file of a run matching a few keys; an unreadable checkpoint
-    it skips is reported by name. A run trained by another process, or trained with other
-    settings (unless ``auto_resume.accept_changes``), stops the launch here, before anything
-    of that run is rewritten."""
-    from mvssl_plugin.runs import describe_holder, lock_holder
-    from mvssl_plugin.train.checkpoints import check_run_readable, find_resumable, refuse_changes, training_differences
-
-    accept = bool(select(cfg, "auto_resume.accept_changes", False))
-    if cfg.resume_from_checkpoint is not None:
-        path = str(cfg.resume_from_checkpoint)
-        if not os.path.isfile(path):
-            raise ConfigError(f"resume_from_checkpoint={path!r} is not a file")
-        if not is_complete_checkpoint(path):
-            raise ConfigError(
-                f"resume_from_checkpoint={path!r} is not a complete checkpoint (truncated or not a torch "
-                "checkpoint): point it at another .ckpt, or drop it to resume from the newest complete one"
-            )
-        run_dir = Path(path).parent
-        holder = lock_holder(run_dir)
-        if holder is not None:
-            raise ConfigError(describe_holder(run_dir, holder) + ": wait for it to end")
-        check_run_readable(run_dir)
-        saved = read_json(run_dir / ARGS)
-        differences = training_differences(saved, cfg) if saved is not None else []
-        if differences and not accept:
-            raise refuse_changes(run_dir, differences)
-        _say_accepted(differences, run_dir, notify)
-        del cfg.resume_from_checkpoint
-        return path, None
-    if cfg.auto_resume.enabled:
-        found = find_resumable(cfg, os.path.join(cfg.checkpoint.dir, run_kind), accept_changes=accept)
-        for bad in found.skipped:
-            notify(f"skipped unreadable checkpoint {bad} (truncated or not a checkpoint); it is left in place")
-        if found.checkpoint is not None:
-            _say_accepted(found.differences, found.checkpoint.parent, notify)
-            notify(f"resuming from the newest complete checkpoint that matches this config: {found.checkpoint}")
-            return str(found.checkpoint), found.wandb_run_id
-        for ckpt, why in found.passed_over:
-            notify(f"passed over {ckpt}: {why}")
-        if found.skipped or found.passed_over:
-            notify("no complete checkpoint of a matching run: starting a new run")
-    return None, None
-
-
-def _say_accepted(differences, run_dir, notify: Notify) -> None:
-    if differences:
-        notify(f"auto_resume.accept_changes=true: {run_dir} goes on with {'; '.join(differences)}")
+from mvssl_plugin.train.resume import resume_checkpoint
 
 
 def run_tags(cfg: DictConfig) -> List[str]:
@@ -244,7 +186,7 @@ def fit(
 ):
     """What solo-learn's scripts end with: a contiguous (channels-last) model, resume,
     the Trainer, fit. ``run_kind`` names the folder under ``checkpoint.dir``; ``resume`` is
-    :func:`resume_checkpoint`'s answer when the caller asked it before building its loaders.
+    :func:`~mvssl_plugin.train.resume.resume_checkpoint`'s answer when the caller asked it before building its loaders.
 
     Raises:
         Interrupted: after a SIGINT/SIGTERM (or SLURM's SIGUSR1) stopped the training (train/signals.py).

@@ -395,7 +395,7 @@ def test_a_run_resumes_however_long_it_waited_between_sessions(monkeypatch, tmp_
     from omegaconf import OmegaConf
 
     from mvssl_plugin.cli.config_name import compose_recipe
-    from mvssl_plugin.train.checkpoints import find_resumable
+    from mvssl_plugin.train.resume import find_resumable
 
     monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
     monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)

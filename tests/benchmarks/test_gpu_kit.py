@@ -181,9 +181,10 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
             if tokens[0] == "benchmarks/gpu/bench_pairs.py":  # its own recipes; its rows into the run's folder
                 assert "--csv" in tokens and tokens[tokens.index("--csv") + 1].startswith("{out}/"), (path.name, name)
                 continue
-            if tokens[0] == "benchmarks/cpu_claims.py":  # the claims harness: its CSVs in a run folder (archived)
+            if tokens[0] in ("benchmarks/cpu_claims.py", "benchmarks/speedrun.py"):  # their CSVs in a run folder
                 results = tokens[tokens.index("--results") + 1]
-                assert results in ("{out}", "{prefix}/trained_models/claims-gpu"), (path.name, name)
+                folders = ("{out}", "{prefix}/trained_models/claims-gpu", "{prefix}/trained_models/speedrun-gpu")
+                assert results in folders, (path.name, name)
                 assert tokens[tokens.index("--scale") + 1] == "gpu", (path.name, name)
                 continue
             recipe = tokens[tokens.index("--config-name") + 1]

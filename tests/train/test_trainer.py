@@ -15,7 +15,7 @@ from helpers import NEEDS_DALI, kill_in_second_epoch, make_image_folder, run_ent
 
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.runs import is_complete_checkpoint
-from mvssl_plugin.train.checkpoints import find_resumable
+from mvssl_plugin.train.resume import find_resumable
 
 #: every test here starts a subprocess (an entry point, solo-learn's script, DDP workers)
 pytestmark = pytest.mark.slow
