@@ -49,6 +49,7 @@ PLUGIN_KEYS = (
     "dali.num_threads",
     "memory.size",
     "memory.cache_dir",
+    "memory.prefetch",
     "performance.compile",
     "performance.disable_channel_last",
     "performance.cpu_threads",

@@ -60,6 +60,7 @@ RUN_NEUTRAL_KEYS = (
     "limit_val_batches",
     "log_every_n_steps",
     "memory.cache_dir",
+    "memory.prefetch",
     "num_nodes",
     "num_sanity_val_steps",
     "performance",

@@ -205,6 +205,34 @@ def test_epoch_is_reproducible_and_leaves_the_global_rng_alone():
     assert indexes_of(other_seed) != indexes_of(uninterrupted)
 
 
+def test_prefetch_cuts_the_next_steps_views_first_and_changes_no_view_step_or_resume_point(monkeypatch):
+    """With prefetch, step n + 1's views are cut before step n is handed out (what lets a GPU
+    overlap them with the training step), and the batches, their number and an epoch resumed
+    from a fresh loader are exactly those without it."""
+    seeds = []
+    real = memory_loader.seeded_views
+    monkeypatch.setattr(
+        memory_loader, "seeded_views", lambda aug, batch, seed: seeds.append(seed) or real(aug, batch, seed)
+    )
+    plain, ahead = loader(seed=3), loader(seed=3, prefetch=True)
+    first = next(iter(ahead))
+    assert len(seeds) == 2  # step 0's views and, already, step 1's
+    seeds.clear()
+    next(iter(plain))
+    assert len(seeds) == 1  # on a CPU the default cuts each step when it is asked for
+    assert plain.prefetch is None and len(plain) == len(ahead) == 3
+    for epoch in (0, 1):
+        resumed = loader(seed=3, prefetch=True)  # a run resumed at this epoch: a fresh loader
+        for data in (plain, ahead, resumed):
+            data.sampler.set_epoch(epoch)
+        batches = [list(plain), list(ahead), list(resumed)]
+        assert len(batches[0]) == len(batches[1]) == len(batches[2]) == 3
+        for (i0, v0, t0), (i1, v1, t1), (i2, v2, t2) in zip(*batches):
+            assert torch.equal(i0, i1) and torch.equal(i0, i2) and torch.equal(t0, t1) and torch.equal(t0, t2)
+            assert all(torch.equal(a, b) and torch.equal(a, c) for a, b, c in zip(v0, v1, v2))
+    assert all(torch.equal(a, b) for a, b in zip(first[1], next(iter(loader(seed=3)))[1]))
+
+
 def test_ddp_shards_are_disjoint_equal_and_cover_the_permutation():
     world, n = 4, 70
     shards = [indexes_of(loader(n=n, batch=4, world_size=world, rank=rank)) for rank in range(world)]
@@ -390,7 +418,8 @@ def test_pretrain_memory_loader_from_a_config(tmp_path):
     )
     cfg.augmentations[0].num_crops = 2
     data = pretrain_memory_loader(cfg, files, [0] * 10)
-    assert len(data) == 2 and data.seed == 3 and data.images.device.type == "cpu"
+    assert len(data) == 2 and data.seed == 3 and data.images.device.type == "cpu" and data.prefetch is None
+    assert pretrain_memory_loader(OmegaConf.merge(cfg, {"memory": {"prefetch": True}}), files, [0] * 10).prefetch
     index, views, targets = next(iter(data))
     assert len(views) == 2 and tuple(views[0].shape) == (4, 3, 32, 32)
     assert len(list((tmp_path / "data" / ".mvssl_cache").glob("*.npy"))) == 1  # beside train/, not inside

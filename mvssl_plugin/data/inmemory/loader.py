@@ -1,8 +1,15 @@
 """The Lightning-facing pretraining loader: batches of m views cut from the decoded images
-on their device, sharded over processes, each step seeded from (seed, epoch, rank, step)."""
+on their device, sharded over processes, each step seeded from (seed, epoch, rank, step).
+
+With ``prefetch`` the views of step n + 1 are cut before step n is handed to training; on a
+GPU they are cut on a side CUDA stream, so that their kernels run while step n trains on the
+default one (the GPU otherwise waits for them at every step). Every step is seeded by its own
+number, so the views, the step count and the resume points are those of the loader without
+it."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any, List, Optional, Tuple
 
@@ -31,6 +38,8 @@ class MemoryMultiViewLoader:
         world_size: the processes the run is configured for (for ``len`` before the
             process group exists; checked against it when iterating).
         rank: this process's rank, for tests; None reads it from torch.distributed.
+        prefetch: cut the next step's views before handing out this one's (see the module
+            docstring); None: on a GPU only, where it overlaps the training step.
     """
 
     def __init__(
@@ -44,6 +53,7 @@ class MemoryMultiViewLoader:
         shard: bool = True,
         world_size: int = 1,
         rank: Optional[int] = None,
+        prefetch: Optional[bool] = None,
     ) -> None:
         if images.dtype != torch.uint8 or images.dim() != 4 or images.shape[1] != 3:
             raise ValueError(f"images must be (N, 3, H, W) uint8, got {tuple(images.shape)} {images.dtype}")
@@ -59,6 +69,7 @@ class MemoryMultiViewLoader:
         self.shard = shard
         self.world_size = world_size if shard else 1
         self.rank = rank
+        self.prefetch = prefetch
         self.sampler = EpochShards(len(images), self.seed)
         torch_device = torch.device(device)
         if torch_device.type == "cpu" or torch_device.index is not None:
@@ -81,8 +92,24 @@ class MemoryMultiViewLoader:
         rank, world = self._rank_and_world()
         epoch = self.sampler.epoch
         order = torch.from_numpy(self.sampler.indices(rank if self.shard else 0, world))
-        for step in range(len(self)):
+        steps = len(self)
+        ahead = self.prefetch if self.prefetch is not None else images.device.type == "cuda"
+        side = torch.cuda.Stream(device=images.device) if ahead and images.device.type == "cuda" else None
+
+        def cut(step: int) -> Tuple[torch.Tensor, List[torch.Tensor]]:
             index = order[step * self.batch_size : (step + 1) * self.batch_size]
-            batch = images.index_select(0, index.to(images.device))
-            views = seeded_views(self.augments, batch, step_seed(self.seed, epoch, rank, step))
+            with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
+                batch = images.index_select(0, index.to(images.device))
+                return index, seeded_views(self.augments, batch, step_seed(self.seed, epoch, rank, step))
+
+        ready = cut(0) if ahead and steps else None
+        for step in range(steps):
+            index, views = ready if ahead else cut(step)
+            if side is not None:  # training waits for the side stream's views, which stay alive for it
+                current = torch.cuda.current_stream(images.device)
+                current.wait_stream(side)
+                for view in views:
+                    view.record_stream(current)
+            if ahead and step + 1 < steps:
+                ready = cut(step + 1)  # enqueued now: it runs while this step trains
             yield [index, views, self.targets[index]]

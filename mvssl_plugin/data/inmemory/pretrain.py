@@ -19,7 +19,8 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
     cache of) ``files`` after checking the data set fits the training device.
 
     Optional keys: ``memory.size`` (store every image at size x size), ``memory.cache_dir``
-    (default :func:`default_cache_dir` of ``data.train_path``).
+    (default :func:`default_cache_dir` of ``data.train_path``), ``memory.prefetch`` (cut the
+    next step's views while this one trains; null: on a GPU only).
     """
     from mvssl_plugin.config import world_size
 
@@ -48,4 +49,5 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
         seed=int(cfg.seed),
         shard=not view_parallel,
         world_size=world,
+        prefetch=OmegaConf.select(cfg, "memory.prefetch", default=None),
     )
