@@ -107,7 +107,7 @@ def main() -> None:
     memory_device = args.memory_device or ("cuda" if args.dali_device == "gpu" else "cpu")
     torch.set_num_threads(args.workers)
 
-    from mvssl_plugin.cli.report import quiet_dependency_warnings
+    from mvssl_plugin.cli.exits import quiet_dependency_warnings
 
     quiet_dependency_warnings()
 

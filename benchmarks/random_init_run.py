@@ -27,7 +27,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from mvssl_plugin.cli.config_name import compose_recipe
-    from mvssl_plugin.cli.report import quiet_dependency_warnings
+    from mvssl_plugin.cli.exits import quiet_dependency_warnings
     from mvssl_plugin.train.pretrain import build_pretrain_model
 
     quiet_dependency_warnings()

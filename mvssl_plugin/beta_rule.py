@@ -156,25 +156,25 @@ def vicreg_multiview_factor(objective: str, num_views: int) -> float:
     return 1.0
 
 
-def multiview_factor(method: str, objective: str, num_views: int) -> float:
+def multiview_factor(loss: str, objective: str, num_views: int) -> float:
     """The multi-view factor of a loss family (``barlow_twins`` or ``vicreg``) and objective.
 
     Raises:
-        ValueError: unknown method or objective, or num_views < 2.
+        ValueError: unknown loss family or objective, or num_views < 2.
     """
-    if method == "barlow_twins":
+    if loss == "barlow_twins":
         return barlow_multiview_factor(objective, num_views)
-    if method == "vicreg":
+    if loss == "vicreg":
         return vicreg_multiview_factor(objective, num_views)
-    raise ValueError(f"method must be one of {LOSS_FAMILIES}, got {method!r}")
+    raise ValueError(f"loss must be one of {LOSS_FAMILIES}, got {loss!r}")
 
 
 # ----------------------------------------------------------------------------- the rule
 
 
-def _resolved_factor(num_views: int, multiview_factor_: Optional[float], objective: str, method: str) -> float:
+def _resolved_factor(num_views: int, multiview_factor_: Optional[float], objective: str, loss: str) -> float:
     """The explicit factor (applied for m > 2 only) if given, else the derived one; validates all four."""
-    derived = multiview_factor(method, objective, num_views)
+    derived = multiview_factor(loss, objective, num_views)
     if multiview_factor_ is None:
         return derived
     if isinstance(multiview_factor_, bool) or not (
@@ -185,7 +185,7 @@ def _resolved_factor(num_views: int, multiview_factor_: Optional[float], objecti
 
 
 def _rule_factor(
-    proj_output_dim: int, c: float, num_views: int, multiview_factor_: Optional[float], objective: str, method: str
+    proj_output_dim: int, c: float, num_views: int, multiview_factor_: Optional[float], objective: str, loss: str
 ) -> float:
     """f(m) of the rule, after checking every argument of :func:`beta_for_projector`."""
     if isinstance(proj_output_dim, bool) or not isinstance(proj_output_dim, int) or proj_output_dim < 1:
@@ -193,7 +193,7 @@ def _rule_factor(
     if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0:
         raise ValueError(f"the beta rule's c must be > 0, got {c!r}")
     _check_views(num_views)
-    return _resolved_factor(num_views, multiview_factor_, objective, method)
+    return _resolved_factor(num_views, multiview_factor_, objective, loss)
 
 
 def beta_for_projector(
@@ -202,23 +202,23 @@ def beta_for_projector(
     num_views: int = 2,
     multiview_factor: Optional[float] = None,
     objective: str = "leave_one_out",
-    method: str = "barlow_twins",
+    loss: str = "barlow_twins",
 ) -> float:
     """beta(d, m) = c / d * f(m): ``f = 1`` for m = 2, the multi-view factor for m > 2.
 
     Args:
         proj_output_dim: projector output dimension d (>= 1).
-        c: the rule's constant (> 0), e.g. :data:`DEFAULT_C` ``[method]``.
+        c: the rule's constant (> 0), e.g. :data:`DEFAULT_C` ``[loss]``.
         num_views: views per image m (>= 2).
         multiview_factor: f for m > 2, overriding the derived one; None derives it from
-            ``method`` and ``objective`` (:func:`multiview_factor`).
+            ``loss`` and ``objective`` (:func:`multiview_factor`).
         objective: ``leave_one_out`` or ``fastssl`` (the loss's objective).
-        method: ``barlow_twins`` or ``vicreg``.
+        loss: ``barlow_twins`` or ``vicreg``.
 
     Raises:
         ValueError: naming the argument that is out of range.
     """
-    factor = _rule_factor(proj_output_dim, c, num_views, multiview_factor, objective, method)  # checks first
+    factor = _rule_factor(proj_output_dim, c, num_views, multiview_factor, objective, loss)  # checks first
     return c / proj_output_dim * factor
 
 
@@ -228,14 +228,14 @@ def describe_beta(
     num_views: int = 2,
     multiview_factor: Optional[float] = None,
     objective: str = "leave_one_out",
-    method: str = "barlow_twins",
+    loss: str = "barlow_twins",
 ) -> str:
     """A one-line account of an ``auto`` beta for a start-of-run summary, e.g. ``auto: 3.3/256 x 0.5``.
 
     The factor is shown only when it is not 1 (m = 2, or VICReg), to 4 significant digits.
     Same arguments and errors as :func:`beta_for_projector`.
     """
-    factor = _rule_factor(proj_output_dim, c, num_views, multiview_factor, objective, method)
+    factor = _rule_factor(proj_output_dim, c, num_views, multiview_factor, objective, loss)
     text = f"auto: {c:g}/{proj_output_dim}"
     return text if factor == 1 else f"{text} x {factor:.4g}"
 

@@ -50,7 +50,7 @@ def test_vicreg_c_is_the_fit_to_the_released_weights():
     assert two_view == {256: pytest.approx(1 / 25), 8192: pytest.approx(1 / 750)}
     assert beta.geometric_mean_c(two_view) == pytest.approx(beta.VICREG_C, abs=0.05)
     for (d, m), released_beta in released.items():
-        ratio = beta.beta_for_projector(d, beta.VICREG_C, num_views=m, method="vicreg") / released_beta
+        ratio = beta.beta_for_projector(d, beta.VICREG_C, num_views=m, loss="vicreg") / released_beta
         assert 1 / 1.5 < ratio < 1.5, (d, m, ratio)
 
 
@@ -159,12 +159,12 @@ def test_rule_applies_the_derived_factor_for_more_views():
         assert beta.beta_for_projector(256, 3.3, num_views=m, objective="fastssl") == pytest.approx(3.3 / 256 / 2)
         loo = beta.beta_for_projector(256, 3.3, num_views=m)
         assert loo == pytest.approx(3.3 / 256 * beta.barlow_multiview_factor("leave_one_out", m))
-        assert beta.beta_for_projector(256, 10.6, num_views=m, method="vicreg") == pytest.approx(10.6 / 256)
+        assert beta.beta_for_projector(256, 10.6, num_views=m, loss="vicreg") == pytest.approx(10.6 / 256)
 
 
 def test_explicit_factor_overrides_for_more_views_only():
     assert beta.beta_for_projector(256, 3.3, num_views=4, multiview_factor=0.25) == pytest.approx(3.3 / 256 / 4)
-    assert beta.beta_for_projector(256, 3.3, num_views=4, multiview_factor=0.25, method="vicreg") == pytest.approx(
+    assert beta.beta_for_projector(256, 3.3, num_views=4, multiview_factor=0.25, loss="vicreg") == pytest.approx(
         3.3 / 256 / 4
     )
     assert beta.beta_for_projector(256, 3.3, num_views=2, multiview_factor=0.25) == pytest.approx(3.3 / 256)
@@ -180,8 +180,8 @@ def test_explicit_factor_overrides_for_more_views_only():
         (dict(proj_output_dim=256, c=3.3, num_views=4, multiview_factor=0.0), "multiview_factor"),
         (dict(proj_output_dim=256, c=3.3, num_views=4, multiview_factor=math.inf), "multiview_factor"),
         (dict(proj_output_dim=256, c=3.3, objective="pairs"), "objective"),
-        (dict(proj_output_dim=256, c=3.3, method="simclr"), "method"),
-        (dict(proj_output_dim=256, c=3.3, multiview_factor=0.5, method="simclr"), "method"),
+        (dict(proj_output_dim=256, c=3.3, loss="simclr"), "loss"),
+        (dict(proj_output_dim=256, c=3.3, multiview_factor=0.5, loss="simclr"), "loss"),
     ],
 )
 def test_rule_rejects_bad_arguments(kwargs, message):
@@ -196,7 +196,7 @@ def test_describe_beta():
     assert beta.describe_beta(256, 3.3, 4, objective="fastssl") == "auto: 3.3/256 x 0.5"
     assert beta.describe_beta(256, 3.3, 4, 0.5) == "auto: 3.3/256 x 0.5"
     assert beta.describe_beta(256, 3.3, 4) == "auto: 3.3/256 x 0.8889"
-    assert beta.describe_beta(8192, 10.6, 4, method="vicreg") == "auto: 10.6/8192"
+    assert beta.describe_beta(8192, 10.6, 4, loss="vicreg") == "auto: 10.6/8192"
 
 
 # ----------------------------------------------------------------------------- VICReg weights

@@ -124,7 +124,7 @@ def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tiny_c
 
 
 def test_entry_point_reports_a_non_finite_loss_in_one_line(capsys):
-    from mvssl_plugin.cli.report import report_errors
+    from mvssl_plugin.cli.exits import report_errors
 
     def diverging(cfg):
         raise FloatingPointError("train_barlow_loss is nan at epoch 3, step 40: ...")

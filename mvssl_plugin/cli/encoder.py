@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from mvssl_plugin.cli.report import quiet_dependency_warnings, report_errors
+from mvssl_plugin.cli.exits import quiet_dependency_warnings, report_errors
 
 
 def export_main(argv: Optional[List[str]] = None) -> None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from mvssl_plugin.cli.report import report_errors
+from mvssl_plugin.cli.exits import report_errors
 
 
 def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:

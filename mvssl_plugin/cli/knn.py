@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from mvssl_plugin.cli.report import quiet_dependency_warnings, report_errors
+from mvssl_plugin.cli.exits import quiet_dependency_warnings, report_errors
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.eval.knn import DISTANCES, FEATURE_TYPES
 from mvssl_plugin.runs import check_writable_folder

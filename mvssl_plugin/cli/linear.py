@@ -3,7 +3,7 @@ on a pretraining run (see :mod:`mvssl_plugin.train.linear`)."""
 
 from __future__ import annotations
 
-from mvssl_plugin.cli.report import run_hydra
+from mvssl_plugin.cli.exits import run_hydra
 
 
 def main() -> None:

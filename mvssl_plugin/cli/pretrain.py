@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from mvssl_plugin.cli.report import run_hydra
+from mvssl_plugin.cli.exits import run_hydra
 
 
 def main() -> None:

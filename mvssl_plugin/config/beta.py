@@ -80,7 +80,7 @@ def resolve_beta(cfg: DictConfig, slot: BetaSlot, objective: str = "leave_one_ou
     dim, m = select(cfg, "method_kwargs.proj_output_dim"), count_views(cfg)
     kwargs.beta_c = select(cfg, "method_kwargs.beta_c", slot.default_c)
     explicit = select(cfg, "method_kwargs.beta_multiview_factor")
-    rule = dict(c=kwargs.beta_c, num_views=m, multiview_factor=explicit, objective=objective, method=slot.loss)
+    rule = dict(c=kwargs.beta_c, num_views=m, multiview_factor=explicit, objective=objective, loss=slot.loss)
     try:
         beta = beta_rule.beta_for_projector(dim, **rule)
         factor = beta_rule.multiview_factor(slot.loss, objective, m) if explicit is None else explicit

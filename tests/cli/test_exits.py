@@ -1,4 +1,4 @@
-"""How the entry points report errors (cli/report.py)."""
+"""How the entry points report errors (cli/exits.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_a_worker_traceback_is_printed_as_its_original_line(capsys):
-    from mvssl_plugin.cli.report import report_errors
+    from mvssl_plugin.cli.exits import report_errors
 
     def failing_in_a_worker(_):
         text = (
@@ -30,7 +30,7 @@ def test_the_process_group_a_run_opened_is_closed_when_it_returns(tmp_path):
     multirun's next run would find it. Here a one-process gloo group stands in for it."""
     import torch.distributed as dist
 
-    from mvssl_plugin.cli.report import with_process_group_closed
+    from mvssl_plugin.cli.exits import with_process_group_closed
 
     def ddp_run(cfg):
         dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
