@@ -146,7 +146,7 @@ LEVERS = (
 )
 #: the order runs are started in: the levers' first seeds (short), the record and the peer,
 #: then the second seeds
-SCREEN = ("recipe", "lars", "cos-lr2e-3", "cos-lr5e-4", "const", "mixres", "d128", "w24")
+SCREEN = ("recipe", "cos-lr5e-4", "const", "lars", "cos-lr2e-3", "mixres", "d128", "w24")
 
 
 def plan() -> List[Tuple[Point, int]]:
