@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -403,24 +404,46 @@ def test_the_inner_venv_imports_what_this_interpreter_imports(tmp_path):
     assert result.stdout.strip() == str(tmp_path / "venv")
 
 
-@pytest.mark.slow
-def test_wheel_runs_the_headline_recipe_from_an_empty_folder(tmp_path):
-    """The wheel alone: recipes as package data, found from a folder outside the checkout."""
-    wheels = tmp_path / "wheels"
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(REPO), "-w", str(wheels)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    shutil.rmtree(REPO / "build", ignore_errors=True)
+def built_distribution(kind: str, tmp_path: Path) -> Path:
+    """The plugin as a wheel, or as an sdist made from a copy of the checkout's tracked files
+    (what a release holds; the sdist's own setup.py then builds the wheel that gets installed)."""
+    out = tmp_path / "dist"
+    if kind == "wheel":
+        command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(REPO), "-w"]
+        build = subprocess.run([*command, str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        shutil.rmtree(REPO / "build", ignore_errors=True)
+    else:
+        tree = tmp_path / "tree"
+        tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split()
+        if not tracked:
+            pytest.skip("not a git checkout: the sdist is made from the tracked files")
+        for name in tracked:
+            if (REPO / name).is_file():
+                (tree / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / name, tree / name)
+        command = [sys.executable, "setup.py", "-q", "sdist", "-d", str(out)]
+        build = subprocess.run(command, cwd=tree, capture_output=True, text=True, timeout=300)
     if build.returncode != 0:
-        pytest.skip(f"cannot build the wheel here: {build.stderr.strip().splitlines()[-1:]}")
-    (wheel,) = wheels.glob("mvssl_plugin-*.whl")
+        pytest.skip(f"cannot build the {kind} here: {build.stderr.strip().splitlines()[-1:]}")
+    (made,) = out.glob("mvssl_plugin-*.whl" if kind == "wheel" else "mvssl_plugin-*.tar.gz")
+    if kind == "sdist":
+        with tarfile.open(made) as archive:
+            names = {Path(n).relative_to(Path(n).parts[0]).as_posix() for n in archive.getnames() if "/" in n}
+        assert {"LICENSE", "CHANGELOG.md", "mvssl_plugin_autoregister.pth"} <= names
+        assert "scripts/pretrain/cifar10/speedrun_cpu.yaml" in names
+    return made
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["wheel", "sdist"])
+def test_wheel_runs_the_headline_recipe_from_an_empty_folder(kind, tmp_path):
+    """The wheel alone, or the sdist built into one by pip: recipes as package data, found from
+    a folder outside the checkout."""
+    made = built_distribution(kind, tmp_path)
     venv = tmp_path / "venv"
     python = venv_seeing_this_interpreters_packages(venv)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=300)
+    install = [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(made)]
+    subprocess.run(install, check=True, timeout=300)
     empty = tmp_path / "empty"
     empty.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "WANDB_SERVICE", "WANDB_DIR")}
