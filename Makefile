@@ -23,5 +23,7 @@ AVX2_ONLY = DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
 test:
 	PYTHON=$(PYTHON) EXTRAS=test,dali WITH_SLURM=1 bash scripts/install.sh
 	$(MAKE) lint PYTHON=$(PYTHON)
-	$(PYTHON) -m pytest -q
+	@echo "mvssl suite: pytest from $$(date -u +%H:%M:%S) UTC (the slowest tests are listed before its summary)"
+	$(PYTHON) -m pytest -q --durations=15
+	@echo "mvssl suite: the AVX2 rerun from $$(date -u +%H:%M:%S) UTC"
 	$(AVX2_ONLY) $(PYTHON) -m pytest -q tests/cli/test_entry_points.py tests/config/test_hardware.py
