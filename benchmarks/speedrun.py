@@ -149,6 +149,42 @@ LEVERS = (
 SCREEN = ("recipe", "cos-lr5e-4", "const", "lars", "cos-lr2e-3", "mixres", "d128", "w24")
 
 
+#: the claims grid's run of the ``const`` setting (the same recipe and overrides, no schedule):
+#: its first epochs are ``const``'s screen and its 20 epochs a record, without training them again
+CLAIMS_CONST = Point("mabt", 2, 256, "rule", 1.0, cpu_claims.BASE_EPOCHS, ("projector", "data"), True)
+
+
+def import_claims(out: Path, claims: Path) -> List[str]:
+    """Copies the claims grid's ``mabt`` m = 2, d = 256, rule runs (``CLAIMS_CONST``, both seeds)
+    into ``out``'s CSVs as ``const-e{SCREEN_EPOCHS}-s*`` (their first epochs) and ``const-e20-s*``:
+    without a schedule a shorter run is the longer one's prefix (``cpu_claims.prefix_run``), so
+    these are the runs the speedrun would train. Each row names its source; a run already in
+    ``out`` is left alone. Returns the runs added."""
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    curves, results = read_csv(out / "curves.csv"), read_csv(out / "results.csv")
+    claims_curves, claims_results = read_csv(claims / "curves.csv"), read_csv(claims / "results.csv")
+    added = []
+    for seed in (1, 2):
+        source = CLAIMS_CONST.name(seed)
+        rows = speedrun_report.curve_of(claims_curves, source)
+        final = next((r for r in claims_results if r["run"] == source), None)
+        for epochs in (SCREEN_EPOCHS, CLAIMS_CONST.epochs):
+            name = SETTINGS["const"].point(epochs).name(seed)
+            if final is None or len(rows) < epochs or any(r["run"] == name for r in results):
+                continue
+            copied = [{**r, "run": name, "source": source} for r in rows[:epochs]]
+            curves = [r for r in curves if r["run"] != name] + copied
+            last = {k: copied[-1][k] for k in final if k in copied[-1]}
+            where = f"claims grid's {source}, commit {final.get('commit', '?')}"
+            results.append({**final, **last, "run": name, "epochs": epochs, "source": where})
+            added.append(name)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "curves.csv", curves)
+    write_csv(out / "results.csv", results)
+    return added
+
+
 def plan() -> List[Tuple[Point, int]]:
     runs = [(SETTINGS[t].point(SCREEN_EPOCHS), 1) for t in SCREEN]
     runs += [(SETTINGS["recipe"].point(RECORD_EPOCHS), 1), (SETTINGS["peer"].point(PEER_EPOCHS), 1)]
@@ -358,6 +394,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--list", action="store_true", help="the plan and its status")
     parser.add_argument("--report", action="store_true", help="records, levers, summary and plot from the CSVs")
     parser.add_argument("--step-times", action="store_true", help="every setting's step beside the baseline's")
+    parser.add_argument(
+        "--import-claims", action="store_true", help="the claims grid's runs of the const setting, as its runs"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="--step-times: rounds (settings alternate)")
     parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
     parser.add_argument("--pause-log", type=Path, help="pause log (cpu_claims.py's docstring)")
@@ -383,6 +422,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         list_plan()
     elif args.step_times:
         measure_step_times(args.rounds, args.steps)
+    elif args.import_claims:
+        added = import_claims(out, CLAIMS_STEP_TIMES.parent)
+        print(f"speedrun: {', '.join(added) or 'nothing new'} from the claims grid into {out}")
     elif args.report:
         report(out, README if args.scale == "cpu" else None, LEVERS_DOC if args.scale == "cpu" else None)
     elif args.budget_min is not None or until is not None:

@@ -153,3 +153,21 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
     assert (lever["lever"], lever["gain_points_equal_seconds"]) == ("schedule", "4.0")  # equal steps: 53 - 49
     assert "| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | const |" in doc.read_text()
     assert (out / "knn_vs_minutes.png").is_file() and "| recipe | 1 | 18 |" in (out / "summary.md").read_text()
+
+
+def test_the_claims_grids_const_runs_come_in_as_their_prefix_and_whole_run_naming_their_source(tmp_path):
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    claims, out = tmp_path / "claims", tmp_path / "speedrun"
+    claims.mkdir()
+    source = speedrun.CLAIMS_CONST.name(1)
+    write_csv(
+        claims / "curves.csv", [{**r, "seed": "1", "views_seen": r["step"]} for r in _curve(source, range(40, 60))]
+    )
+    write_csv(claims / "results.csv", [{"run": source, "seed": "1", "knn_backbone": "59", "commit": "abc"}])
+    assert speedrun.import_claims(out, claims) == ["const-e3-s1", "const-e20-s1"]  # seed 2 is not in the grid here
+    results = {r["run"]: r for r in read_csv(out / "results.csv")}
+    assert results["const-e3-s1"]["knn_backbone"] == "42" and results["const-e3-s1"]["epochs"] == "3"
+    assert results["const-e20-s1"]["knn_backbone"] == "59" and "claims grid's" in results["const-e20-s1"]["source"]
+    assert [r["epoch"] for r in read_csv(out / "curves.csv") if r["run"] == "const-e3-s1"] == ["1", "2", "3"]
+    assert speedrun.import_claims(out, claims) == []  # already there: left alone
