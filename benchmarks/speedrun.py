@@ -87,6 +87,13 @@ class Setting:
         )  # fmt: skip
 
 
+#: warm-up over the first 10% of a run's epochs (``Setting.warmup``), then a cosine to zero at its last step
+SCHEDULE = (
+    "scheduler.name=warmup_cosine",
+    "scheduler.warmup_start_lr=0.0",
+    "scheduler.min_lr=0.0",
+    "scheduler.interval=step",
+)
 LARS = (
     "optimizer.name=lars",
     "optimizer.lr=0.3",
@@ -94,72 +101,56 @@ LARS = (
     "+optimizer.kwargs.clip_lr=true",
     "+optimizer.kwargs.eta=0.02",
     "+optimizer.kwargs.exclude_bias_n_norm=true",
+    *SCHEDULE,
 )
 SETTINGS = {
     s.tag: s
     for s in (
-        Setting("recipe", "the speedrun recipe: Adam, lr 1e-3, warm-up + cosine", grid_step=True),
-        Setting(
-            "const",
-            "the claims grid's recipe: Adam, lr 5e-4, constant",
-            "mabt_cifar_cpu.yaml",
-            warmup=None,
-            grid_step=True,
-        ),
-        Setting(
-            "cos-lr5e-4", "warm-up + cosine at the constant run's lr", overrides=("optimizer.lr=5e-4",), grid_step=True
-        ),
-        Setting(
-            "cos-lr2e-3", "warm-up + cosine, twice the recipe's lr", overrides=("optimizer.lr=2e-3",), grid_step=True
-        ),
-        Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02)", overrides=LARS),
-        Setting(
-            "mixres",
-            "2 views at 32 px + 2 at 16 px",
-            overrides=("augmentations=cifar_multicrop", "data.num_views=2", "+data.num_small_views=2"),
-            m=4,
-        ),
-        Setting(
-            "d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",), d=128
-        ),
-        Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5),
-        Setting(
-            "peer",
-            "solo-learn's barlow_twins CIFAR recipe as it ships",
-            "solo_barlow_cifar_cpu.yaml",
-            overrides=("method_kwargs.lamb=0.0051",),
-            method="barlow_twins",
-            d=2048,
-            warmup=0.01,  # solo-learn's 10 warm-up epochs of 1000
-        ),
+        Setting("recipe", "the speedrun recipe: Adam, lr 5e-4, constant", warmup=None, grid_step=True),
+        Setting("cos-lr5e-4", "warm-up + cosine, the recipe's lr", overrides=(*SCHEDULE, "optimizer.lr=5e-4"),
+                grid_step=True),
+        Setting("cos-lr1e-3", "warm-up + cosine, twice the recipe's lr", overrides=(*SCHEDULE, "optimizer.lr=1e-3"),
+                grid_step=True),
+        Setting("cos-lr2e-3", "warm-up + cosine, 4x the recipe's lr", overrides=(*SCHEDULE, "optimizer.lr=2e-3"),
+                grid_step=True),
+        Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02), warm-up + cosine",
+                overrides=LARS),
+        Setting("mixres", "2 views at 32 px + 2 at 16 px", m=4, warmup=None,
+                overrides=("augmentations=cifar_multicrop", "data.num_views=2", "+data.num_small_views=2")),
+        Setting("d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",),
+                d=128, warmup=None),
+        Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5, warmup=None),
+        Setting("peer", "solo-learn's barlow_twins CIFAR recipe as it ships", "solo_barlow_cifar_cpu.yaml",
+                overrides=("method_kwargs.lamb=0.0051",), method="barlow_twins", d=2048,
+                warmup=0.01),  # solo-learn's 10 warm-up epochs of 1000
     )
-}
+}  # fmt: skip
 #: each lever: the setting that changes one thing, against the one it changes it in
 LEVERS = (
-    speedrun_report.Lever("schedule", "cos-lr5e-4", "const", "warm-up + cosine to zero vs constant, same peak lr"),
-    speedrun_report.Lever("peak lr", "recipe", "cos-lr5e-4", "lr 1e-3 vs 5e-4, both scheduled"),
-    speedrun_report.Lever("peak lr", "cos-lr2e-3", "recipe", "lr 2e-3 vs 1e-3, both scheduled"),
-    speedrun_report.Lever("optimizer", "lars", "recipe", "LARS (solo-learn's settings) vs Adam"),
+    speedrun_report.Lever("schedule", "cos-lr5e-4", "recipe", "warm-up + cosine to zero vs constant, same peak lr"),
+    speedrun_report.Lever("peak lr", "cos-lr1e-3", "cos-lr5e-4", "lr 1e-3 vs 5e-4, both scheduled"),
+    speedrun_report.Lever("peak lr", "cos-lr2e-3", "cos-lr1e-3", "lr 2e-3 vs 1e-3, both scheduled"),
+    speedrun_report.Lever("optimizer", "lars", "cos-lr1e-3", "LARS (solo-learn's settings) vs Adam, both scheduled"),
     speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
     speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
     speedrun_report.Lever("width", "w24", "recipe", "width 24 vs 16"),
 )
 #: the order runs are started in: the levers' first seeds (short), the record and the peer,
 #: then the second seeds
-SCREEN = ("recipe", "cos-lr5e-4", "const", "lars", "cos-lr2e-3", "mixres", "d128", "w24")
+SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "cos-lr2e-3", "mixres", "d128", "w24")
 
 
-#: the claims grid's run of the ``const`` setting (the same recipe and overrides, no schedule):
-#: its first epochs are ``const``'s screen and its 20 epochs a record, without training them again
+#: the claims grid's run of the recipe's training (2 views, d = 256, the rule, Adam at a constant lr, all
+#: of CIFAR-10): without a schedule its first epochs are the recipe's screen and record, not trained again
 CLAIMS_CONST = Point("mabt", 2, 256, "rule", 1.0, cpu_claims.BASE_EPOCHS, ("projector", "data"), True)
 
 
 def import_claims(out: Path, claims: Path) -> List[str]:
     """Copies the claims grid's ``mabt`` m = 2, d = 256, rule runs (``CLAIMS_CONST``, both seeds)
-    into ``out``'s CSVs as ``const-e{SCREEN_EPOCHS}-s*`` (their first epochs) and ``const-e20-s*``:
-    without a schedule a shorter run is the longer one's prefix (``cpu_claims.prefix_run``), so
-    these are the runs the speedrun would train. Each row names its source; a run already in
-    ``out`` is left alone. Returns the runs added."""
+    into ``out``'s CSVs as the recipe's ``recipe-e{SCREEN_EPOCHS}-s*`` and ``recipe-e{RECORD_EPOCHS}-s*``
+    (their first epochs): without a schedule a shorter run is the longer one's prefix
+    (``cpu_claims.prefix_run``), so these are the runs the speedrun would train. Each row names
+    its source; a run already in ``out`` is left alone. Returns the runs added."""
     from mvssl_plugin.runs import read_csv, write_csv
 
     curves, results = read_csv(out / "curves.csv"), read_csv(out / "results.csv")
@@ -169,8 +160,8 @@ def import_claims(out: Path, claims: Path) -> List[str]:
         source = CLAIMS_CONST.name(seed)
         rows = speedrun_report.curve_of(claims_curves, source)
         final = next((r for r in claims_results if r["run"] == source), None)
-        for epochs in (SCREEN_EPOCHS, CLAIMS_CONST.epochs):
-            name = SETTINGS["const"].point(epochs).name(seed)
+        for epochs in (SCREEN_EPOCHS, RECORD_EPOCHS):
+            name = SETTINGS["recipe"].point(epochs).name(seed)
             if final is None or len(rows) < epochs or any(r["run"] == name for r in results):
                 continue
             copied = [{**r, "run": name, "source": source} for r in rows[:epochs]]

@@ -94,30 +94,30 @@ def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
         assert speedrun.find(point.name(seed)) == (point, seed)
         assert speedrun.setting_of(point.name(seed)) == point.tag
     assert {t for lever in speedrun.LEVERS for t in (lever.changed, lever.reference)} <= set(speedrun.SETTINGS)
-    # a scheduled setting never goes on from a shorter run: its schedule depends on max_epochs
+    # a speedrun setting never goes on from a shorter run (a lever's schedule depends on max_epochs)
     assert cpu_claims.prefix_run(speedrun.SETTINGS["recipe"].point(18), 1) is None
 
 
 def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs():
     recipe, extra = cpu_claims.overrides(speedrun.SETTINGS["cos-lr2e-3"].point(3), 1)
-    assert recipe == "speedrun_cpu.yaml"
+    assert recipe == "speedrun_cpu.yaml" and "scheduler.name=warmup_cosine" in extra
     assert extra.count("optimizer.lr=2e-3") == 1 and "scheduler.warmup_epochs=0.3" in extra
     assert "max_epochs=3" in extra
     _, peer = cpu_claims.overrides(speedrun.SETTINGS["peer"].point(20), 1)
     assert [o for o in peer if o.startswith("method_kwargs.lamb")] == ["method_kwargs.lamb=0.0051"]
     assert "method=barlow_twins" in peer and "scheduler.warmup_epochs=0.2" in peer
-    _, const = cpu_claims.overrides(speedrun.SETTINGS["const"].point(3), 1)
-    assert not any(o.startswith("scheduler.") for o in const)
+    _, const = cpu_claims.overrides(speedrun.SETTINGS["recipe"].point(3), 1)
+    assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tag", ["recipe", "peer"])
+@pytest.mark.parametrize("tag", ["cos-lr1e-3", "peer"])
 def test_a_setting_trains_through_main_pretrain_and_its_schedule_ends_at_the_budget(
     tag, tiny_cifar, tmp_path, monkeypatch, one_thread
 ):
     """The harness's own overrides of a setting at 2 epochs, on tiny data (3 steps an epoch):
     the warm-up-cosine schedule solo-learn builds from max_epochs has taken all 6 steps and ends
-    at lr 0, with the warm-up fitted to the run's epochs (the recipe's 10%; the peer's 1%)."""
+    at lr 0, with the warm-up fitted to the run's epochs (the levers' 10%; the peer's 1%)."""
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
     recipe, extra = cpu_claims.overrides(speedrun.SETTINGS[tag].point(2), 1)
     tiny = {"checkpoint.dir": str(tmp_path), "optimizer.batch_size": "8", "backbone.kwargs.width": "8"}
@@ -128,7 +128,7 @@ def test_a_setting_trains_through_main_pretrain_and_its_schedule_ends_at_the_bud
     state = torch.load(ckpt, map_location="cpu", weights_only=False)
     (scheduler,) = state["lr_schedulers"]
     assert scheduler["last_epoch"] == scheduler["max_epochs"] == 6  # every step of the budget taken
-    assert scheduler["warmup_epochs"] == pytest.approx(6 * (0.1 if tag == "recipe" else 0.01))
+    assert scheduler["warmup_epochs"] == pytest.approx(6 * (0.01 if tag == "peer" else 0.1))
     assert max(scheduler["_last_lr"]) == pytest.approx(0.0, abs=1e-12)
 
 
@@ -137,7 +137,11 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
 
     out = tmp_path / "speedrun"
     out.mkdir()
-    runs = {"cos-lr5e-4-e3-s1": [45, 50, 53], "const-e3-s1": [44, 47, 49], "recipe-e18-s1": [45 + e for e in range(18)]}
+    runs = {
+        "cos-lr5e-4-e3-s1": [45, 50, 53],
+        "recipe-e3-s1": [44, 47, 49],
+        "recipe-e18-s1": [45 + e for e in range(18)],
+    }
     write_csv(out / "curves.csv", [{**r, "seed": "1"} for run, knn in runs.items() for r in _curve(run, knn)])
     write_csv(out / "results.csv", [{"run": run, "seed": "1", "commit": "abc"} for run in runs])
     readme, doc = tmp_path / "README.md", tmp_path / "speedrun.md"
@@ -151,11 +155,11 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
     assert "old" not in text and text.endswith(f"{speedrun.END}\ntail\n") and "| recipe | 1 | 18 | 62.0 |" in text
     (lever,) = [r for r in read_csv(out / "levers.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
     assert (lever["lever"], lever["gain_points_equal_seconds"]) == ("schedule", "4.0")  # equal steps: 53 - 49
-    assert "| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | const |" in doc.read_text()
+    assert "| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | recipe |" in doc.read_text()
     assert (out / "knn_vs_minutes.png").is_file() and "| recipe | 1 | 18 |" in (out / "summary.md").read_text()
 
 
-def test_the_claims_grids_const_runs_come_in_as_their_prefix_and_whole_run_naming_their_source(tmp_path):
+def test_the_claims_grids_runs_of_the_recipe_come_in_as_its_screen_and_record_naming_their_source(tmp_path):
     from mvssl_plugin.runs import read_csv, write_csv
 
     claims, out = tmp_path / "claims", tmp_path / "speedrun"
@@ -165,9 +169,22 @@ def test_the_claims_grids_const_runs_come_in_as_their_prefix_and_whole_run_namin
         claims / "curves.csv", [{**r, "seed": "1", "views_seen": r["step"]} for r in _curve(source, range(40, 60))]
     )
     write_csv(claims / "results.csv", [{"run": source, "seed": "1", "knn_backbone": "59", "commit": "abc"}])
-    assert speedrun.import_claims(out, claims) == ["const-e3-s1", "const-e20-s1"]  # seed 2 is not in the grid here
+    assert speedrun.import_claims(out, claims) == ["recipe-e3-s1", "recipe-e18-s1"]  # no seed 2 in the grid here
     results = {r["run"]: r for r in read_csv(out / "results.csv")}
-    assert results["const-e3-s1"]["knn_backbone"] == "42" and results["const-e3-s1"]["epochs"] == "3"
-    assert results["const-e20-s1"]["knn_backbone"] == "59" and "claims grid's" in results["const-e20-s1"]["source"]
-    assert [r["epoch"] for r in read_csv(out / "curves.csv") if r["run"] == "const-e3-s1"] == ["1", "2", "3"]
+    assert results["recipe-e3-s1"]["knn_backbone"] == "42" and results["recipe-e3-s1"]["epochs"] == "3"
+    assert results["recipe-e18-s1"]["knn_backbone"] == "57" and "claims grid's" in results["recipe-e18-s1"]["source"]
+    assert [r["epoch"] for r in read_csv(out / "curves.csv") if r["run"] == "recipe-e3-s1"] == ["1", "2", "3"]
     assert speedrun.import_claims(out, claims) == []  # already there: left alone
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["speedrun_cpu.yaml", "solo_barlow_cifar_cpu.yaml"])
+def test_the_recipes_train_as_a_user_runs_them(recipe, tiny_cifar, tmp_path, one_thread):
+    """``python main_pretrain.py --config-name <recipe>`` on tiny data, a few steps."""
+    from helpers import tiny_overrides
+
+    overrides = [o for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
+    result = run_entry("main_pretrain.py", ["--config-name", recipe, *overrides], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (args,) = tmp_path.rglob("args.json")
+    assert list(args.parent.glob("*.ckpt"))
