@@ -50,7 +50,12 @@ def seconds_to(curve: Sequence[dict], target: float, step_seconds: float) -> Opt
 
 def knn_at(curve: Sequence[dict], seconds: float, step_seconds: float) -> Optional[float]:
     """kNN of the encoder one has after ``seconds`` of training: the last epoch that ended within
-    them (a run that ended sooner: its final epoch); None when no epoch did."""
+    them. None when no epoch did, or when the run ended more than an epoch before ``seconds`` (a
+    30-minute run has no figure at 2 hours)."""
+    if curve:
+        end, steps = int(curve[-1]["step"]) * step_seconds, int(curve[-1]["step"]) / int(curve[-1]["epoch"])
+        if end + steps * step_seconds < seconds:
+            return None
     within = [r for r in curve if int(r["step"]) * step_seconds <= seconds]
     return float(within[-1]["knn_backbone"]) if within else None
 

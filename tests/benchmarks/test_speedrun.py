@@ -32,7 +32,8 @@ def test_seconds_to_a_target_and_knn_at_a_budget_use_steps_times_the_step():
     assert report.seconds_to(curve, 65, 0.25) is None
     assert report.knn_at(curve, 350.0, 0.25) == 56.0  # epoch 3 ends at 292.5 s, epoch 4 at 390 s
     assert report.knn_at(curve, 390.0, 0.25) == 61.0
-    assert report.knn_at(curve, 9999.0, 0.25) == 61.0  # the run ended sooner: its final encoder
+    assert report.knn_at(curve, 480.0, 0.25) == 61.0  # ended less than an epoch sooner: its final encoder
+    assert report.knn_at(curve, 9999.0, 0.25) is None  # ended long before: no figure there
     assert report.knn_at(curve, 97.0, 0.25) is None  # no epoch had ended
     assert report.knn_interpolated(curve, 97.5 / 2, 0.25) == pytest.approx(25.0)  # halfway from chance
     assert report.knn_interpolated(curve, 3 * 97.5 + 97.5 / 2, 0.25) == pytest.approx(58.5)
@@ -47,9 +48,9 @@ def test_records_give_minutes_to_each_target_and_knn_at_each_budget():
     assert row["s_to_50"] == 11 * 390 * 0.25 and row["s_to_55"] == 16 * 390 * 0.25
     assert row["s_to_60"] == "" and row["final_seconds"] == 18 * 390 * 0.25
     assert row["knn_at_30min"] == 57.0  # 1,755 s: the whole run fits in 30 minutes
-    assert row["knn_at_2h"] == 57.0
+    assert row["knn_at_2h"] == ""  # a 30-minute run says nothing of 2 hours
     table = report.records_table([row])
-    assert "| recipe | 1 | 18 | 57.0 | 17.9 | 26.0 | - | - | - | 57.0 | 57.0 |" in table[2]
+    assert "| recipe | 1 | 18 | 57.0 | 17.9 | 26.0 | - | - | - | 57.0 | - |" in table[2]
     assert report.record_rows(runs, curves, {}, {}) == []  # no step time on that machine: no row
 
 
