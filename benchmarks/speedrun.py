@@ -77,7 +77,7 @@ class Setting:
         batch 512 (solo-learn scales the lr with it), the rest as on the CPU."""
         extra = list(self.overrides)
         if self.warmup is not None:
-            extra.append(f"scheduler.warmup_epochs={epochs * self.warmup:g}")
+            extra.append(f"++scheduler.warmup_epochs={epochs * self.warmup:g}")
         if cpu_claims.SCALE.name == "gpu":
             extra.append(f"optimizer.batch_size={GPU_BATCH}")
         width = round(cpu_claims.SCALE.width * self.width_factor)
@@ -88,11 +88,11 @@ class Setting:
 
 
 #: warm-up over the first 10% of a run's epochs (``Setting.warmup``), then a cosine to zero at its last step
-SCHEDULE = (
+SCHEDULE = (  # "++": the recipe's scheduler block has its name only
     "scheduler.name=warmup_cosine",
-    "scheduler.warmup_start_lr=0.0",
-    "scheduler.min_lr=0.0",
-    "scheduler.interval=step",
+    "++scheduler.warmup_start_lr=0.0",
+    "++scheduler.min_lr=0.0",
+    "++scheduler.interval=step",
 )
 LARS = (
     "optimizer.name=lars",

@@ -425,7 +425,7 @@ def built_distribution(kind: str, tmp_path: Path) -> Path:
         build = subprocess.run(command, cwd=tree, capture_output=True, text=True, timeout=300)
     if build.returncode != 0:
         pytest.skip(f"cannot build the {kind} here: {build.stderr.strip().splitlines()[-1:]}")
-    (made,) = out.glob("mvssl_plugin-*.whl" if kind == "wheel" else "mvssl_plugin-*.tar.gz")
+    (made,) = out.glob("mvssl_plugin-*.whl" if kind == "wheel" else "mvssl[-_]plugin-*.tar.gz")  # setuptools<70: "-"
     if kind == "sdist":
         with tarfile.open(made) as archive:
             names = {Path(n).relative_to(Path(n).parts[0]).as_posix() for n in archive.getnames() if "/" in n}

@@ -99,14 +99,15 @@ def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
     assert cpu_claims.prefix_run(speedrun.SETTINGS["recipe"].point(18), 1) is None
 
 
-def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs():
+def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs(tiny_cifar, monkeypatch):
+    monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))  # the overrides name the data
     recipe, extra = cpu_claims.overrides(speedrun.SETTINGS["cos-lr2e-3"].point(3), 1)
     assert recipe == "speedrun_cpu.yaml" and "scheduler.name=warmup_cosine" in extra
-    assert extra.count("optimizer.lr=2e-3") == 1 and "scheduler.warmup_epochs=0.3" in extra
+    assert extra.count("optimizer.lr=2e-3") == 1 and "++scheduler.warmup_epochs=0.3" in extra
     assert "max_epochs=3" in extra
     _, peer = cpu_claims.overrides(speedrun.SETTINGS["peer"].point(20), 1)
     assert [o for o in peer if o.startswith("method_kwargs.lamb")] == ["method_kwargs.lamb=0.0051"]
-    assert "method=barlow_twins" in peer and "scheduler.warmup_epochs=0.2" in peer
+    assert "method=barlow_twins" in peer and "++scheduler.warmup_epochs=0.2" in peer
     _, const = cpu_claims.overrides(speedrun.SETTINGS["recipe"].point(3), 1)
     assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
@@ -184,7 +185,8 @@ def test_the_recipes_train_as_a_user_runs_them(recipe, tiny_cifar, tmp_path, one
     """``python main_pretrain.py --config-name <recipe>`` on tiny data, a few steps."""
     from helpers import tiny_overrides
 
-    overrides = [o for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
+    overrides = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
+    overrides.append("data.val_fraction=-1")  # 10% of 12 test images would be 1 image for 3 classes
     result = run_entry("main_pretrain.py", ["--config-name", recipe, *overrides], cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     (args,) = tmp_path.rglob("args.json")

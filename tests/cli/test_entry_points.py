@@ -171,12 +171,13 @@ def test_solo_style_relative_config_path_works(tmp_path):
 
 @pytest.mark.parametrize("recipe", PRETRAIN_RECIPES)
 def test_every_pretrain_recipe_composes_and_resolves_beta(recipe):
-    from mvssl_plugin.config import count_views, resolve_beta
+    from mvssl_plugin.config import SOLO_BETA_SLOTS, count_views, resolve_beta
     from mvssl_plugin.registry import PLUGIN_METHODS, beta_slot
 
     cfg = compose_recipe(recipe, "pretrain")
-    assert cfg.method in PLUGIN_METHODS and count_views(cfg) >= 2
-    slot = beta_slot(cfg.method)
+    # the plugin's methods, or solo-learn's own Barlow Twins / VICReg run side by side with them
+    assert (cfg.method in PLUGIN_METHODS or cfg.method in SOLO_BETA_SLOTS) and count_views(cfg) >= 2
+    slot = beta_slot(cfg.method) or SOLO_BETA_SLOTS.get(cfg.method)
     if slot is not None:
         resolve_beta(cfg, slot, cfg.method_kwargs.get("objective", "leave_one_out"))
         weight = cfg.method_kwargs[slot.key]
