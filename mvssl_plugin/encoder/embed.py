@@ -20,6 +20,7 @@ from mvssl_plugin.encoder.model import load_encoder, preprocessing
 from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.progress import progress
 from mvssl_plugin.runs import check_writable_folder
+from mvssl_plugin.torch_device import eval_device
 
 
 @dataclass
@@ -80,20 +81,12 @@ def transform_of(config: dict):
     )
 
 
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"--device {device}: no GPU is visible here; use --device cpu")
-    return torch.device(device)
-
-
 @torch.no_grad()
 def embed_images(
     encoder: torch.nn.Module, paths: Sequence[str], batch_size: int = 256, num_workers: int = 0, device: str = "auto"
 ) -> np.ndarray:
     """``[len(paths), num_features]`` float32 features, in the order of ``paths``."""
-    dev = resolve_device(device)
+    dev = eval_device(device, "--device")
     encoder = encoder.to(dev).eval()
     loader = DataLoader(
         _Files(paths, transform_of(encoder.mvssl_config)), batch_size=batch_size, num_workers=num_workers
@@ -124,7 +117,7 @@ def embed(
     encoder = load_encoder(encoder_dir, "cpu")
     found = find_images(images)
     check_writable_folder(out.parent, f"--out {out}")
-    resolve_device(device)
+    eval_device(device, "--device")
     notify(
         f"mvssl: {len(found.paths)} images from {images}" + (f", {len(found.classes)} classes" if found.classes else "")
     )

@@ -64,8 +64,8 @@ def fast_probe(cfg: DictConfig, backbone: nn.Module, screen: Optional[Screen] = 
     ``probe.test_patches`` augmented patches, are computed once; the classifier then
     trains on them. ``screen`` names or drops unusable image files first. Returns the
     results written to ``probe.json``."""
-    from mvssl_plugin.eval.features import eval_device
     from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe
+    from mvssl_plugin.torch_device import eval_device
 
     device = eval_device(str(cfg.probe.device))
     backbone = backbone.to(device).eval()

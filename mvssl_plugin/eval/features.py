@@ -63,15 +63,6 @@ def _without_resume_caution() -> Iterator[None]:
         root.removeFilter(caution)
 
 
-def eval_device(device: str) -> torch.device:
-    """``auto``: the GPU when there is one; ``cuda`` without one is an error, not a crash."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device={device!r} but no CUDA device is visible: use device=cpu or auto")
-    return torch.device(device)
-
-
 @torch.no_grad()
 def extract_features(
     model: Callable, loader: DataLoader, device: torch.device, desc: Optional[str] = None

@@ -14,9 +14,10 @@ from typing import List, Optional
 
 from mvssl_plugin.data.datasets import classification_datasets, eval_keeps_size
 from mvssl_plugin.data.scan import screen_files
-from mvssl_plugin.eval.features import eval_device, extract_features, load_pretrained
+from mvssl_plugin.eval.features import extract_features, load_pretrained
 from mvssl_plugin.eval.knn import knn_grid
 from mvssl_plugin.runs import KNN, write_csv
+from mvssl_plugin.torch_device import eval_device
 
 #: the flag each data path came from, named in the scan's messages
 PATH_FLAGS = {"data.train_path": "--train_data_path", "data.val_path": "--val_data_path"}
