@@ -84,15 +84,28 @@ def test_linear_evaluation_loads_the_checkpoint(pretrained, tiny_cifar, tmp_path
 
 @pytest.mark.slow
 def test_linear_rejects_a_mismatched_backbone(pretrained, tiny_cifar, tmp_path):
-    overrides = [o for o in tiny_overrides(tiny_cifar, tmp_path) if o.startswith("data.")]
-    cfg = compose_recipe(
-        "linear_cifar.yaml", "linear", [f"pretrained_feature_extractor={pretrained}", "accelerator=cpu", *overrides]
-    )
+    import shutil
+
     from mvssl_plugin.errors import ConfigError
     from mvssl_plugin.train.linear import linear
 
+    overrides = [o for o in tiny_overrides(tiny_cifar, tmp_path) if o.startswith("data.")]
+
+    def linear_on(source, *extra):
+        cfg = compose_recipe(
+            "linear_cifar.yaml", "linear", [f"pretrained_feature_extractor={source}", "accelerator=cpu", *overrides, *extra]
+        )
+        return linear(cfg)
+
+    # the run's args.json names its backbone: the recipe's resnet18 is refused with the value to set
+    with pytest.raises(ConfigError, match="pretraining run used narrow_resnet18: set backbone.name=narrow_resnet18"):
+        linear_on(pretrained)
+    # a checkpoint alone (no args.json): the weights themselves are checked against the network
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    ckpt = shutil.copy(next(pretrained.glob("*.ckpt")), alone / "copied.ckpt")
     with pytest.raises(ConfigError, match="does not hold this backbone"):
-        linear(cfg)  # the recipe's resnet18 is not the width-8 network that was pretrained
+        linear_on(ckpt)  # the recipe's resnet18 is not the width-8 network that was pretrained
 
 
 @pytest.mark.parametrize("method", ["barlow_twins", "vicreg"])
