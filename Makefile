@@ -20,10 +20,15 @@ lint:
 # entry-point tests once more with oneDNN held to AVX2, as on CPUs without AVX-512, where
 # torch 2.12's channels-last convolutions of < 8 channels corrupt memory (docs/hardware.md, "Every CPU")
 AVX2_ONLY = DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
+# one pytest worker per core (pytest-xdist), one torch thread each (tests/conftest.py); a test
+# module stays on one worker, so its module fixtures (a tiny finished run) are made once
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadscope
 test:
 	PYTHON=$(PYTHON) EXTRAS=test,dali WITH_SLURM=1 bash scripts/install.sh
 	$(MAKE) lint PYTHON=$(PYTHON)
 	@echo "mvssl suite: pytest from $$(date -u +%H:%M:%S) UTC (the slowest tests are listed before its summary)"
-	$(PYTHON) -m pytest -q --durations=15
+	$(PYTHON) -m pytest -q $(PYTEST_PARALLEL) --durations=15
 	@echo "mvssl suite: the AVX2 rerun from $$(date -u +%H:%M:%S) UTC"
-	$(AVX2_ONLY) $(PYTHON) -m pytest -q tests/cli/test_entry_points.py tests/config/test_hardware.py
+	$(AVX2_ONLY) $(PYTHON) -m pytest -q $(PYTEST_PARALLEL) tests/cli/test_entry_points.py tests/config/test_hardware.py
+	@echo "mvssl suite: done at $$(date -u +%H:%M:%S) UTC"

@@ -5,8 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-from helpers import make_image_folder
+# The suite runs one pytest worker per core (make test: pytest-xdist), each with one torch
+# thread, set before torch is imported here or in the entry points the tests start: a worker's
+# two OpenMP threads beside the other worker's would wait on each other (one_thread below).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+from helpers import make_image_folder  # noqa: E402
 
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
