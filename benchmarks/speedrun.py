@@ -134,10 +134,12 @@ LEVERS = (
     speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
     speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
     speedrun_report.Lever("width", "w24", "recipe", "width 24 vs 16"),
+    speedrun_report.Lever("the peer", "peer", "recipe", "solo-learn's barlow_twins recipe vs ours, same epochs"),
 )
-#: the order runs are started in: the levers' first seeds (short), the record and the peer,
-#: then the second seeds
-SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "cos-lr2e-3", "mixres", "d128", "w24")
+#: the order runs are started in: the levers' first seeds (short; the peer's screen too, which
+#: fits a session where its full run does not and is too large to carry), the record and the
+#: peer, then the second seeds
+SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "mixres", "d128", "w24")
 
 
 #: the claims grid's run of the recipe's training (2 views, d = 256, the rule, Adam at a constant lr, all
