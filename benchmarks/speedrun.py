@@ -116,7 +116,7 @@ SETTINGS = {
         Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02), warm-up + cosine",
                 overrides=LARS),
         Setting("mixres", "2 views at 32 px + 2 at 16 px", m=4, warmup=None,
-                overrides=("augmentations=cifar_multicrop", "data.num_views=2", "+data.num_small_views=2")),
+                overrides=("augmentations=cifar_multicrop", "data.num_views=4", "+data.num_small_views=2")),
         Setting("d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",),
                 d=128, warmup=None),
         Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5, warmup=None),

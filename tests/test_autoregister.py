@@ -356,8 +356,11 @@ def test_views_spread_over_solo_pipelines_and_crop_counts_round_trip():
         {"crop_size": 16, "num_crops": 2},
     ]
     cfg = OmegaConf.create({"data": {"num_views": 5}, "augmentations": pipelines})
+    views_to_crops(cfg)  # m = 5 counts the small pipeline's 2: 3 large views over 2 pipelines
+    assert [p.num_crops for p in cfg.augmentations] == [2, 1, 2]
+    cfg.data.num_small_views = 3
     views_to_crops(cfg)
-    assert [p.num_crops for p in cfg.augmentations] == [3, 2, 2]
+    assert [p.num_crops for p in cfg.augmentations] == [1, 1, 3]
     cfg.data.num_large_crops, cfg.data.num_small_crops = 5, 2
     hide_crop_counts(cfg)
     assert cfg.data.num_large_crops == 2

@@ -12,8 +12,10 @@ from mvssl_plugin.train.pretrain import pretrain
 
 CASES = [
     ("mabt_cifar.yaml", {"data.num_views": 1}, "needs at least 2 views"),
-    ("mabt_cifar_multicrop.yaml", {"data.num_small_views": -1}, r"augmentations\[1\].num_crops=-1"),
-    ("mavicreg_cifar.yaml", {"data.num_views": 0}, r"augmentations\[0\].num_crops=0"),
+    ("mabt_cifar_multicrop.yaml", {"data.num_small_views": -1}, r"data.num_small_views=-1: must be an integer >= 0"),
+    ("mabt_cifar_multicrop.yaml", {"data.num_views": 2}, r"data.num_views=2 counts all views.*set data.num_views=6"),
+    ("mabt_cifar.yaml", {"+data.num_small_views": 2}, "no small pipeline: use augmentations with a small pipeline"),
+    ("mavicreg_cifar.yaml", {"data.num_views": 0}, r"data.num_views=0: must be an integer >= 1"),
     ("mabt_cifar.yaml", {"method_kwargs.proj_output_dim": 0}, "method_kwargs.proj_output_dim=0"),
     ("mabt_cifar.yaml", {"method_kwargs.lamb": -0.5}, "method_kwargs.lamb=-0.5"),
     ("mavicreg_cifar.yaml", {"method_kwargs.cov_loss_weight": -1}, "method_kwargs.cov_loss_weight=-1"),

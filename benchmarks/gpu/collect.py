@@ -100,7 +100,9 @@ def step_seconds(rows: List[Dict[str, str]]) -> Optional[float]:
 def batch_and_views(args: dict) -> tuple:
     """(batch per process, views per image) from a run's args.json ("" where it does not say)."""
     data = args.get("data", {})
-    views = data.get("num_views") or (data.get("num_large_crops") or 0) + (data.get("num_small_crops") or 0)
+    # solo-learn's two counts first: they are m in every run's args.json (data.num_views was the
+    # large views only before it meant m)
+    views = (data.get("num_large_crops") or 0) + (data.get("num_small_crops") or 0) or data.get("num_views")
     return args.get("optimizer", {}).get("batch_size") or "", views or ""
 
 

@@ -1,28 +1,39 @@
-"""The view count m, in one place: how a recipe says it, how solo-learn's crop counts are
-derived from it, and how they are read back. Every other module asks here.
+"""The view count m, in one place: the one module that reads and writes solo-learn's crop keys.
 
-A recipe says m as ``data.num_views`` (interpolated into the pipelines' ``num_crops`` by the
-plugin's recipes, spread over them by :func:`views_to_crops` for solo-learn's own
-augmentation files) or directly as each pipeline's ``augmentations[i].num_crops``.
-solo-learn reads ``data.num_large_crops`` / ``num_small_crops`` (crops of the first
-pipeline's size are large): :func:`set_crop_counts` derives them, :func:`count_views` reads
-m back. Inside solo-learn's ``main_pretrain.py``, which asserts 2 large crops for its own
-methods, :func:`hide_crop_counts` keeps them aside under :data:`HIDDEN_CROPS` and
-:func:`restore_crop_counts` (the method's config check) puts them back
-(``mvssl_plugin_autoregister``, the bridge to solo-learn's scripts, calls the first).
+The names, one each:
+- ``data.num_views`` is m, the views per image, large and small: what the loss averages over,
+  what the beta rule and the run's name count.
+- ``data.num_small_views`` is how many of the m are small (the pipelines whose crop_size is not
+  the first pipeline's, solo-learn's rule); the other m - num_small_views are large. Unset: the
+  small pipelines' own ``num_crops``.
+- solo-learn's ``augmentations[i].num_crops`` and ``data.num_large_crops`` /
+  ``num_small_crops`` are derived here: :func:`views_to_crops` spreads m over the pipelines,
+  :func:`set_crop_counts` writes solo-learn's two counts, :func:`count_views` reads m back.
+
+Inside solo-learn's own ``main_pretrain.py``, which asserts 2 large crops for its methods,
+:func:`hide_crop_counts` keeps the counts aside under :data:`HIDDEN_CROPS` and
+:func:`restore_crop_counts` (the method's config check) puts them back; solo-learn's training
+step reads them from the method object, which :func:`showing_crops` sets for one call (a fused
+forward hands it one crop per resolution).
 """
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+import contextlib
+from typing import Any, Iterator, Mapping
+
+from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.config.values import is_int, select
 from mvssl_plugin.errors import ConfigError
 
 
-def count_views(cfg: DictConfig) -> int:
-    """m, views per image: solo-learn's ``data.num_large_crops + data.num_small_crops`` when
-    set (every solo-learn method reads these), else the pipelines' ``num_crops``."""
+def count_views(cfg: DictConfig | Mapping[str, Any]) -> int:
+    """m, views per image (large and small): solo-learn's ``data.num_large_crops +
+    num_small_crops`` when set (every solo-learn method reads these; so does a run's
+    args.json), else the pipelines' ``num_crops``. Takes a config or a plain dict (args.json)."""
+    if not isinstance(cfg, DictConfig):
+        cfg = OmegaConf.create({"data": dict(cfg.get("data") or {}), "augmentations": cfg.get("augmentations") or []})
     large, small = select(cfg, "data.num_large_crops"), select(cfg, "data.num_small_crops")
     if large is not None:
         return int(large) + int(small or 0)
@@ -43,22 +54,48 @@ def set_crop_counts(cfg: DictConfig) -> None:
 HIDDEN_CROPS = "mvssl_crop_counts"
 
 
+def _spread(total: int, pipelines: list) -> None:
+    """``total`` crops over ``pipelines`` evenly, the first ones one more when they do not divide it."""
+    for i, pipeline in enumerate(pipelines):
+        pipeline.num_crops = total // len(pipelines) + (1 if i < total % len(pipelines) else 0)
+
+
 def views_to_crops(cfg: DictConfig) -> None:
-    """``data.num_views`` m, when set, as the crops of the large pipelines (those of the first
-    pipeline's crop size, solo-learn's rule): m spread evenly over them, the first ones one
-    more when they do not divide m. For recipes on solo-learn's own augmentation files,
-    whose ``num_crops`` cannot be interpolated."""
-    m = select(cfg, "data.num_views")
+    """Writes ``data.num_views`` (m, all views) and ``data.num_small_views`` into the
+    pipelines' ``num_crops``: the small views over the small pipelines, the other m - small
+    over the large ones (those of the first pipeline's crop size). No-op for what is unset.
+
+    Raises:
+        ConfigError: a count that is not an integer, or fewer views than pipelines to fill;
+            m too small for the small views names the m that keeps them (m counts both kinds).
+    """
+    m, small = select(cfg, "data.num_views"), select(cfg, "data.num_small_views")
     pipelines = select(cfg, "augmentations")
-    if m is None or not pipelines:
+    if not pipelines or (m is None and small is None):
+        return
+    large_pipes = [p for p in pipelines if p.crop_size == pipelines[0].crop_size]
+    small_pipes = [p for p in pipelines if p.crop_size != pipelines[0].crop_size]
+    if small is not None:
+        if not is_int(small) or small < 0:
+            raise ConfigError(f"data.num_small_views={small!r}: must be an integer >= 0")
+        if small < len(small_pipes) or (small and not small_pipes):
+            where = f"{len(small_pipes)} small augmentation pipeline(s)" if small_pipes else "no small pipeline"
+            fix = "a recipe without small views" if small_pipes else "augmentations with a small pipeline"
+            raise ConfigError(f"data.num_small_views={small}: the augmentations have {where}: use {fix}")
+        _spread(small, small_pipes)
+    else:
+        small = sum(int(p.num_crops) for p in small_pipes)
+    if m is None:
         return
     if not is_int(m) or m < 1:
         raise ConfigError(f"data.num_views={m!r}: must be an integer >= 1")
-    large = [p for p in pipelines if p.crop_size == pipelines[0].crop_size]
-    if m < len(large):
-        raise ConfigError(f"data.num_views={m}: fewer views than the {len(large)} large augmentation pipelines")
-    for i, pipeline in enumerate(large):
-        pipeline.num_crops = m // len(large) + (1 if i < m % len(large) else 0)
+    if m - small < len(large_pipes):
+        keep = f"; for {m} large and {small} small views set data.num_views={m + small}" if small else ""
+        raise ConfigError(
+            f"data.num_views={m} counts all views, large and small: with {small} small view(s) that leaves "
+            f"{m - small} for {len(large_pipes)} large augmentation pipeline(s){keep}"
+        )
+    _spread(m - small, large_pipes)
 
 
 def hide_crop_counts(cfg: DictConfig) -> None:
@@ -78,3 +115,16 @@ def restore_crop_counts(cfg: DictConfig) -> None:
         cfg.data.num_large_crops = int(hidden.num_large_crops)
         cfg.data.num_small_crops = int(hidden.num_small_crops)
         del cfg.data[HIDDEN_CROPS]
+
+
+@contextlib.contextmanager
+def showing_crops(method: Any, num_large: int, num_small: int) -> Iterator[None]:
+    """Lets solo-learn's training step, which reads the crop counts from the method object,
+    see ``num_large`` / ``num_small`` crops for one call; restores the method's own after."""
+    saved = method.num_large_crops, method.num_small_crops, method.num_crops, method.multicrop
+    method.num_large_crops, method.num_small_crops = num_large, num_small
+    method.num_crops, method.multicrop = num_large + num_small, num_small > 0
+    try:
+        yield
+    finally:
+        method.num_large_crops, method.num_small_crops, method.num_crops, method.multicrop = saved

@@ -133,11 +133,11 @@ def accuracies(folder: Path) -> List[Dict[str, Any]]:
 def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -> Dict[str, Any]:
     """How the encoder was made: method, views, projector, beta, data, schedule, launches."""
     from mvssl_plugin.config.beta import beta_of
-    from mvssl_plugin.eval.compare import views_of
+    from mvssl_plugin.config.views import count_views
     from mvssl_plugin.registry import beta_slot
 
     kwargs, data, optimizer = args.get("method_kwargs", {}), args.get("data", {}), args.get("optimizer", {})
-    m, step = views_of(args), int(state.get("global_step", 0))
+    m, step = count_views(args), int(state.get("global_step", 0))
     devices = args.get("devices", 1)
     processes = (len(devices) if isinstance(devices, list) else int(devices or 1)) * int(args.get("num_nodes", 1))
     launches = (read_json(folder / RUN_LOG) or {}).get("launches", [])

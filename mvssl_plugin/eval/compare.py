@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from mvssl_plugin.config.beta import beta_of
+from mvssl_plugin.config.views import count_views
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import beta_slot
 from mvssl_plugin.runs import (
@@ -66,13 +67,6 @@ def is_evaluation(args: dict) -> bool:
     return "pretrained_feature_extractor" in args or "pretrain_method" in args
 
 
-def views_of(args: dict) -> int:
-    data = args.get("data", {})
-    if data.get("num_large_crops") is not None:
-        return int(data["num_large_crops"]) + int(data.get("num_small_crops") or 0)
-    return sum(int(a.get("num_crops", 0)) for a in args.get("augmentations", []))
-
-
 def load_run(folder: Path, args: Optional[dict] = None) -> Run:
     args = read_json(folder / ARGS) if args is None else args
     rows = [
@@ -84,7 +78,7 @@ def load_run(folder: Path, args: Optional[dict] = None) -> Run:
         folder=folder,
         name=str(args.get("name", folder.name)),
         method=str(args.get("method")),
-        views=views_of(args),
+        views=count_views(args),
         pdim=args.get("method_kwargs", {}).get("proj_output_dim"),
         beta=beta_of(beta_slot(args.get("method")), args.get("method_kwargs", {})),
         fraction=1.0 if fraction in (None, -1) else float(fraction),

@@ -16,8 +16,7 @@ calls and the entry points call early, before anything is built.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import omegaconf
@@ -30,7 +29,7 @@ from torch import nn
 from mvssl_plugin.config.beta import BetaSlot
 from mvssl_plugin.config.hardware import world_size
 from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, select
-from mvssl_plugin.config.views import count_views, restore_crop_counts
+from mvssl_plugin.config.views import count_views, restore_crop_counts, showing_crops
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
 
@@ -184,17 +183,6 @@ class MultiViewMethod(BaseMethod):
         """Self-supervised loss over the m projected views, each ``(N, proj_output_dim)``."""
         raise NotImplementedError
 
-    @contextlib.contextmanager
-    def _crop_counts(self, num_large: int, num_small: int) -> Iterator[None]:
-        """Lets solo-learn's step see ``num_large``/``num_small`` crops for one call."""
-        saved = self.num_large_crops, self.num_small_crops, self.num_crops, self.multicrop
-        self.num_large_crops, self.num_small_crops = num_large, num_small
-        self.num_crops, self.multicrop = num_large + num_small, num_small > 0
-        try:
-            yield
-        finally:
-            self.num_large_crops, self.num_small_crops, self.num_crops, self.multicrop = saved
-
     def _forward_views(
         self, indexes: torch.Tensor, large: List[torch.Tensor], small: List[torch.Tensor], targets, batch_idx: int
     ) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
@@ -205,11 +193,11 @@ class MultiViewMethod(BaseMethod):
         kNN see the same pairs as per-view).
         """
         if not self.fused_forward:
-            with self._crop_counts(len(large), len(small)):
+            with showing_crops(self, len(large), len(small)):
                 out = BaseMethod.training_step(self, [indexes, large + small, targets], batch_idx)
             return out, list(out["z"])
         fused = [torch.cat(large)] + ([torch.cat(small)] if small else [])
-        with self._crop_counts(1, int(bool(small))):
+        with showing_crops(self, 1, int(bool(small))):
             out = BaseMethod.training_step(self, [indexes, fused, targets.repeat(len(large))], batch_idx)
         z = list(out["z"][0].chunk(len(large)))
         if small:

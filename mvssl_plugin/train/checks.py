@@ -22,6 +22,7 @@ from mvssl_plugin.config import (
     resolve_beta,
     select,
     set_crop_counts,
+    views_to_crops,
 )
 from mvssl_plugin.config.keys import check_keys
 from mvssl_plugin.data.checks import check_data, class_match_notices, nested_folder_notices
@@ -115,6 +116,7 @@ def check_pretrain_cfg(
         check_data(cfg)
         check_output_folders(cfg)
         notices = key_warnings + nested_folder_notices(cfg) + class_match_notices(cfg)
+        views_to_crops(cfg)
         check_augmentations(cfg)
         set_crop_counts(cfg)
         check_training_keys(cfg, optimizers)

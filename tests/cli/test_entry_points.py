@@ -93,7 +93,9 @@ def test_linear_rejects_a_mismatched_backbone(pretrained, tiny_cifar, tmp_path):
 
     def linear_on(source, *extra):
         cfg = compose_recipe(
-            "linear_cifar.yaml", "linear", [f"pretrained_feature_extractor={source}", "accelerator=cpu", *overrides, *extra]
+            "linear_cifar.yaml",
+            "linear",
+            [f"pretrained_feature_extractor={source}", "accelerator=cpu", *overrides, *extra],
         )
         return linear(cfg)
 

@@ -54,7 +54,9 @@ def no_color_change(cfg) -> None:
 
 
 def test_views_shapes_dtype_and_mixed_resolution(tiny_cifar, tmp_path):
-    cfg = recipe_cfg(tiny_cifar, tmp_path, "mabt_cifar_multicrop.yaml", **{"data.num_small_views": 3})
+    cfg = recipe_cfg(
+        tiny_cifar, tmp_path, "mabt_cifar_multicrop.yaml", **{"data.num_views": 5, "data.num_small_views": 3}
+    )
     files, targets = pretrain_samples(cfg)
     loader = loader_for(cfg, files, targets)
     assert len(loader) == 24 // 8

@@ -78,7 +78,7 @@ def test_m_views_train(recipe, cls, m, tiny_cifar, tmp_path):
 
 @pytest.mark.parametrize("large,small", [(2, 3), (1, 3)])
 def test_mixed_resolution_views(large, small, tiny_cifar, tmp_path):
-    views = f"data.num_views={large}", f"data.num_small_views={small}"
+    views = f"data.num_views={large + small}", f"data.num_small_views={small}"  # m counts both kinds
     cfg, model = build("mabt_cifar_multicrop.yaml", tiny_cifar, tmp_path, *views)
     assert (cfg.data.num_large_crops, cfg.data.num_small_crops) == (large, small)
     loss, grads = step_and_grads(model, batch(large, small))
