@@ -131,7 +131,63 @@ DALI_NEEDED: tuple[Need, ...] = (
     Need("gast==0.7.0", "gast", "if_missing", "DALI 2.4 requires it"),
     Need("six==1.17.0", "six", "if_missing", "astunparse requires it"),
 )
-# Left out on purpose: wandb (the runs say wandb.enabled=false; timm imports it only if present),
+#: ``--with-umap``: what solo-learn's own ``main_umap.py`` imports (``solo.utils.auto_umap`` imports
+#: umap, pandas, seaborn, matplotlib and wandb at its top) and what those require, resolved by pip for
+#: Python 3.12 on manylinux x86-64 on 2026-11-28, less what the kit or a torch target already has
+#: (numpy, scipy, scikit-learn, pillow, PyYAML, packaging, tqdm, typing_extensions, joblib...).
+#: 44 wheels, about 115 MB (llvmlite 42, wandb 22, pandas 11): its own item, after the data.
+UMAP_NEEDED: tuple[Need, ...] = tuple(
+    Need(requirement, module, "if_missing", why)
+    for requirement, module, why in (
+        ("umap-learn==0.5.12", "umap", "solo-learn's OfflineUMAP"),
+        ("pynndescent==0.7.0", "pynndescent", "umap-learn requires it"),
+        ("numba==0.68.1", "numba", "umap-learn requires it"),
+        ("llvmlite==0.50.0", "llvmlite", "numba requires it"),
+        ("pandas==3.1.1", "pandas", "solo.utils.auto_umap imports it"),
+        ("tzdata==2026.6", "tzdata", "pandas requires it"),
+        ("python-dateutil==4.0.0", "dateutil", "pandas and matplotlib require it"),
+        ("seaborn==0.13.2", "seaborn", "solo.utils.auto_umap imports it"),
+        ("matplotlib==3.11.2", "matplotlib", "solo.utils.auto_umap and seaborn import it"),
+        ("contourpy==1.4.0", "contourpy", "matplotlib requires it"),
+        ("cycler==0.12.1", "cycler", "matplotlib requires it"),
+        ("fonttools==4.68.0", "fontTools", "matplotlib requires it"),
+        ("kiwisolver==1.5.1", "kiwisolver", "matplotlib requires it"),
+        ("pyparsing==3.3.3", "pyparsing", "matplotlib requires it"),
+        ("wandb==0.31.0", "wandb", "solo.utils.auto_umap imports it (the runs keep it offline)"),
+        ("click==8.5.1", "click", "wandb requires it"),
+        ("cwevals==0.0.1b1", "coreweave_evaluations", "wandb requires it"),
+        ("platformdirs==4.14.8", "platformdirs", "wandb requires it"),
+        ("protobuf==7.36.2", "google.protobuf", "wandb requires it"),
+        ("pydantic==2.14.4", "pydantic", "wandb requires it"),
+        ("pydantic-core==2.50.5", "pydantic_core", "pydantic requires it"),
+        ("annotated-types==0.8.0", "annotated_types", "pydantic requires it"),
+        ("typing-inspection==0.4.5", "typing_inspection", "pydantic requires it"),
+        ("requests==2.34.2", "requests", "wandb requires it"),
+        ("urllib3==2.8.0", "urllib3", "requests requires it"),
+        ("idna==3.20", "idna", "requests requires it"),
+        ("certifi==2026.10.19.post1", "certifi", "requests requires it"),
+        ("charset-normalizer==3.5.3", "charset_normalizer", "requests requires it"),
+        ("xxhash==4.1.0", "xxhash", "wandb requires it"),
+        ("opentelemetry-api==1.45.2", "opentelemetry.trace", "wandb requires it"),
+        ("opentelemetry-sdk==1.45.2", "opentelemetry.sdk", "wandb requires it"),
+        ("opentelemetry-semantic-conventions==0.66b2", "opentelemetry.semconv", "opentelemetry-sdk requires it"),
+        ("opentelemetry-proto==1.45.2", "opentelemetry.proto", "the OTLP exporter requires it"),
+        ("opentelemetry-exporter-otlp-proto-common==1.45.2", "opentelemetry.exporter.otlp.proto.common", "wandb"),
+        ("opentelemetry-exporter-otlp-proto-http==1.45.2", "opentelemetry.exporter.otlp.proto.http", "wandb"),
+        ("opentelemetry-exporter-otlp-common==0.66b2", "opentelemetry.exporter.otlp.common", "the OTLP exporter"),
+        ("opentelemetry-exporter-http-transport==0.66b2", "opentelemetry.exporter.http.transport", "the exporter"),
+        ("googleapis-common-protos==1.76.0", "google.api.http_pb2", "opentelemetry-proto requires it"),
+        ("httpx==0.28.1", "httpx", "cwevals requires it"),
+        ("httpcore==1.0.9", "httpcore", "httpx requires it"),
+        ("h11==0.16.0", "h11", "httpcore requires it"),
+        ("anyio==4.16.0", "anyio", "httpx requires it"),
+        ("sniffio==1.3.1", "sniffio", "anyio requires it"),
+        ("distro==1.9.0", "distro", "cwevals requires it"),
+    )
+)
+#: the optional items, packed by ``--with-<name>`` as their own last items (``<name>.tar``)
+EXTRAS: dict[str, tuple[Need, ...]] = {"dali": DALI_NEEDED, "umap": UMAP_NEEDED}
+# Left out on purpose: wandb unless --with-umap (the runs say wandb.enabled=false; timm imports it only if present),
 # einops (listed by solo-learn,
 # imported nowhere in solo/), nvidia-dali unless --with-dali (above), matplotlib (only main_compare.py plots).
 
@@ -237,7 +293,7 @@ def wheels_tar(wheels: list[Path], notes: dict[str, Need], dest: Path) -> tuple[
 
 
 #: solo-learn's own entry points and their CIFAR recipes, run on the GPU as its users run them (runs/smoke.txt)
-SOLO_SCRIPTS = ("main_pretrain.py", "main_linear.py", "main_knn.py")
+SOLO_SCRIPTS = ("main_pretrain.py", "main_linear.py", "main_knn.py", "main_umap.py")
 SOLO_FOLDERS = ("solo", "scripts/pretrain/cifar", "scripts/linear/cifar")
 
 
@@ -370,12 +426,13 @@ def build_kit(
     fraction: float = 1.0,
     fetch: Optional[Fetch] = pip_fetch,
     data_tar_path: Optional[Path] = None,
-    dali: Sequence[Need] = (),
+    extras: Optional[dict[str, Sequence[Need]]] = None,
 ) -> dict:
     """Gathers the items into a scratch folder, cuts them into parts under ``out`` and writes manifest.json.
 
     ``fetch`` is injectable (tests and the runner's dry run pass none: no network); ``data_tar_path``
-    takes a ready data tar (the dry run's tiny one); ``dali``: wheels for a last item, ``dali.tar``.
+    takes a ready data tar (the dry run's tiny one); ``extras``: name -> wheels for an item of
+    their own after the data (``<name>.tar``, kind ``wheels-<name>``), in the order given.
     """
     platforms = platforms or DEFAULT_PLATFORMS
     out.mkdir(parents=True, exist_ok=True)
@@ -408,14 +465,16 @@ def build_kit(
                 info = {"root": "data"}
             items.append({"name": "data.tar.gz", "kind": "data", "path": data_tar_path, **info})
             seconds["data"] = time.monotonic() - t0
-        if dali and fetch is not None:
+        for name, wanted in (extras or {}).items():
+            if not wanted or fetch is None:
+                continue
             t0 = time.monotonic()
-            dali_dir = scratch / "dali"
-            dali_dir.mkdir()
-            by_file = {fetch(need, dali_dir, python, platforms).name: need for need in dali}
-            path, meta = wheels_tar(sorted(dali_dir / name for name in by_file), by_file, scratch / "dali.tar")
-            items.append({"name": "dali.tar", "kind": "wheels-dali", "path": path, "wheels": meta})
-            seconds["dali"] = time.monotonic() - t0
+            extra_dir = scratch / name
+            extra_dir.mkdir()
+            by_file = {fetch(need, extra_dir, python, platforms).name: need for need in wanted}
+            path, meta = wheels_tar(sorted(extra_dir / f for f in by_file), by_file, scratch / f"{name}.tar")
+            items.append({"name": f"{name}.tar", "kind": f"wheels-{name}", "path": path, "wheels": meta})
+            seconds[name] = time.monotonic() - t0
         manifest = split_into_parts(items, out, int(part_mib * MIB))
     manifest.update(
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -473,6 +532,11 @@ def main(argv: Optional[list] = None) -> None:
         "--with-dali", action="store_true", help="pack NVIDIA DALI too (about 0.5 GiB: the smoke list's DALI lines)"
     )
     parser.add_argument(
+        "--with-umap",
+        action="store_true",
+        help="pack what solo-learn's main_umap.py imports (about 115 MB: the smoke list's solo-umap line)",
+    )
+    parser.add_argument(
         "--part-mib", type=float, default=None, help="default: two parts and the tree fit in a call (at most 30)"
     )
     parser.add_argument("--out", type=Path, default=REPO / ".kit")
@@ -483,8 +547,11 @@ def main(argv: Optional[list] = None) -> None:
         args.part_mib = part_mib_for(tree)
         print(f"the repository's tree: {tree:.1f} MiB; parts of {args.part_mib:g} MiB, two per call")
     needed, notes = to_pack(NEEDED, parse_have(args.have))
-    dali, dali_notes = to_pack(DALI_NEEDED, parse_have(args.have)) if args.with_dali else ([], [])
-    notes += dali_notes
+    extras = {}
+    for name in ("dali", "umap"):
+        if getattr(args, f"with_{name}"):
+            extras[name], extra_notes = to_pack(EXTRAS[name], parse_have(args.have))
+            notes += extra_notes
     print("\n".join(notes))
     print("pack:", " ".join(n.requirement for n in needed))
     t0 = time.monotonic()
@@ -497,7 +564,7 @@ def main(argv: Optional[list] = None) -> None:
         python=args.python,
         platforms=args.platform,
         fraction=args.fraction,
-        dali=dali,
+        extras=extras,
     )
     print(describe(manifest))
     print(f"packed into {args.out} in {time.monotonic() - t0:.0f} s ({json.dumps(manifest['pack_seconds'])})")

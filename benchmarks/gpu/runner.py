@@ -12,8 +12,11 @@ the entry points' auto-resume), (4) write ``$OUT/results-<time>.tar.gz``: the ru
 logs and ``runner.json``.
 
 Runs file: one ``name: command`` per line, ``#`` comments, placeholders ``{data}`` (the kit's
-ImageFolder root), ``{out}`` (the run's own folder, for ``checkpoint.dir``), ``{prefix}``, ``{repo}``.
-A line ``all: key=value ...`` adds Hydra overrides to every run after it (a run's own value wins).
+ImageFolder root), ``{out}`` (the run's own folder, for ``checkpoint.dir``), ``{prefix}``, ``{repo}``,
+``{run:NAME}`` (the run folder, with its args.json and checkpoint, that the line NAME trained: a
+line naming one waits for it). A line ``all: key=value ...`` adds Hydra overrides to every run
+after it (a run's own value wins); an empty ``all:`` drops them for the lines after it (scripts
+with flags of their own, such as solo-learn's ``main_umap.py``).
 A command starting with ``<script>.py`` runs as ``python <repo>/<script>.py``.
 
 Standard library only at top level, Python 3.9+: it must run before anything is installed.
@@ -439,7 +442,7 @@ def parse_runs(text: str) -> list:
             raise SystemExit(f"runs line {number}: expected 'name: command', got {raw!r}")
         name = name.strip()
         if name == "all":
-            common = merge(common, shlex.split(command))
+            common = merge(common, shlex.split(command)) if command.strip() else []
         else:
             runs.append((name, merge(shlex.split(command), common, keep_existing=True)))
     names = [n for n, _ in runs]
@@ -493,6 +496,29 @@ def argv_of(tokens: list) -> list:
 
 def fill(tokens: list, **values: str) -> list:
     return [re.sub(r"\{(data|out|prefix|repo)\}", lambda m: values[m.group(1)], t) for t in tokens]
+
+
+RUN_PLACEHOLDER = re.compile(r"\{run:([A-Za-z0-9_.-]+)\}")
+
+
+def run_folder(trained: Path, name: str) -> Optional[Path]:
+    """The newest run folder (args.json beside a checkpoint) that the line ``name`` wrote under ``trained``."""
+    folders = [p.parent for p in (trained / name).rglob("args.json") if any(p.parent.glob("*.ckpt"))]
+    return max(folders, key=lambda p: p.stat().st_mtime) if folders else None
+
+
+def fill_runs(tokens: list, trained: Path) -> tuple:
+    """``{run:NAME}`` placeholders filled with :func:`run_folder`; (tokens, the names not trained yet)."""
+    waiting = []
+
+    def folder(match: re.Match) -> str:
+        found = run_folder(trained, match.group(1))
+        if found is None:
+            waiting.append(match.group(1))
+            return match.group(0)
+        return str(found)
+
+    return [RUN_PLACEHOLDER.sub(folder, t) for t in tokens], waiting
 
 
 def dry_overrides(tokens: list, dry_run: bool) -> list:
@@ -559,6 +585,10 @@ def run_all(runs: list, prefix: Path, data: Optional[str], args: argparse.Namesp
         folder = prefix / "trained_models" / name
         if data is None and any("{data}" in t for t in tokens):
             say(f"run {name}: the data is not installed yet, skipped")
+            continue
+        tokens, waiting = fill_runs(tokens, prefix / "trained_models")
+        if waiting:
+            say(f"run {name}: waits for the run folder of {', '.join(waiting)}, skipped")
             continue
         argv = argv_of(fill(tokens, data=data, out=str(folder), prefix=str(prefix), repo=str(REPO)))
         key = hashlib.sha256("\0".join(argv[1:]).encode()).hexdigest()[:16]

@@ -145,9 +145,12 @@ def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_fetch(tmp_p
             for i in range(n):
                 (data / split / f"c{c}" / f"{i}.jpg").write_bytes(b"jpeg%d" % i)
     dali, _ = pack.to_pack(pack.DALI_NEEDED, have)
-    manifest = pack.build_kit(tmp_path / "kit", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, dali=dali)
-    wheels, data_item, dali_item = manifest["items"]  # DALI last: its parts travel after the rest
+    extras = {"dali": dali, "umap": list(pack.UMAP_NEEDED)}
+    manifest = pack.build_kit(tmp_path / "kit", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, extras=extras)
+    wheels, data_item, dali_item, umap_item = manifest["items"]  # the extras last: their parts travel after the rest
     assert (dali_item["name"], dali_item["kind"]) == ("dali.tar", "wheels-dali")
+    assert (umap_item["name"], umap_item["kind"]) == ("umap.tar", "wheels-umap")
+    assert len(umap_item["wheels"]) == len(pack.UMAP_NEEDED) and min(umap_item["parts"]) >= max(dali_item["parts"])
     assert sorted(w["requirement"] for w in dali_item["wheels"]) == sorted(n.requirement for n in pack.DALI_NEEDED)
     assert min(dali_item["parts"]) >= max(data_item["parts"])  # the stream: it may share the boundary part
     assert sorted(w["requirement"] for w in wheels["wheels"]) == sorted(n.requirement for n in keep)
@@ -155,7 +158,7 @@ def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_fetch(tmp_p
     assert json.loads((tmp_path / "kit" / "manifest.json").read_text())["sha256"] == manifest["sha256"]
     assert "part-000.bin" in pack.describe(manifest)
     # same inputs, same bytes: a re-pack keeps the runner's stamps valid
-    again = pack.build_kit(tmp_path / "kit2", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, dali=dali)
+    again = pack.build_kit(tmp_path / "kit2", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, extras=extras)
     assert again["sha256"] == manifest["sha256"]
 
 
@@ -165,6 +168,8 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
     assert runner.merge(["b.c=1", "k=2"], ["+b.c=9"]) == ["+b.c=9", "k=2"]
     with pytest.raises(SystemExit):
         runner.parse_runs("a: x\na: y\n")
+    dropped = runner.parse_runs("all: a=1\none: x\nall:\ntwo: y --flag 3\nall: b=2\nthree: z\n")
+    assert dropped == [("one", ["x", "a=1"]), ("two", ["y", "--flag", "3"]), ("three", ["z", "b=2"])]
     three = runner.parse_runs("a: x\nb: y\nc: z\n")
     assert [n for n, _ in runner.select_runs(three, ["b"])] == ["a", "c"]
     assert [n for n, _ in runner.select_runs(three, [], ["c", "a"])] == ["a", "c"]  # the file's order
@@ -187,6 +192,11 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
                 assert results in folders, (path.name, name)
                 assert tokens[tokens.index("--scale") + 1] == "gpu", (path.name, name)
                 continue
+            if tokens[1:2] == ["{prefix}/src/solo-learn/main_umap.py"]:  # argparse flags: no Hydra override
+                assert all("=" not in t for t in tokens), (path.name, name)
+                trained = tokens[tokens.index("--pretrained_checkpoint_dir") + 1]
+                assert trained.startswith("{run:") and trained[5:-1] in [n for n, _ in parsed], (path.name, name)
+                continue
             recipe = tokens[tokens.index("--config-name") + 1]
             if tokens[0] == "main_pretrain.py":
                 assert (REPO / "scripts" / "pretrain" / "cifar10" / recipe).is_file(), (path.name, name)
@@ -195,6 +205,17 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
                 folder = tokens[tokens.index("--config-path") + 1].replace("{prefix}/src/solo-learn", str(SOLO))
                 assert not SOLO.is_dir() or (Path(folder) / recipe).is_file(), (path.name, name)
             assert "checkpoint.dir={out}" in tokens and "auto_resume.enabled=true" in tokens, (path.name, name)
+
+
+def test_a_line_naming_an_earlier_run_gets_its_folder_or_waits(tmp_path: Path) -> None:
+    tokens = ["solo_script.py", "main_umap.py", "--pretrained_checkpoint_dir", "{run:memory-m2}"]
+    assert runner.fill_runs(tokens, tmp_path) == (tokens, ["memory-m2"])
+    run = tmp_path / "memory-m2" / "mabt" / "abc123"
+    run.mkdir(parents=True)
+    (run / "args.json").write_text("{}")
+    assert runner.fill_runs(tokens, tmp_path)[1] == ["memory-m2"]  # no checkpoint yet: still waits
+    (run / "last.ckpt").write_bytes(b"")
+    assert runner.fill_runs(tokens, tmp_path) == (tokens[:3] + [str(run)], [])
 
 
 @pytest.mark.slow
