@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from launcher import Launched, launcher
 from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.synthetic import tiny_overrides, write_image_folder
@@ -43,15 +44,21 @@ __all__ = [
 ]
 
 
-def start_entry(script: str, args: list[str], cwd: Path) -> subprocess.Popen:
-    """Starts ``python <repo>/<script> args...`` in the background (to be killed), output discarded."""
+def start_entry(script: str, args: list[str], cwd: Path, capture: bool = False) -> subprocess.Popen | Launched:
+    """Starts ``python <repo>/<script> args...`` in the background (to be killed or signalled),
+    its output discarded or, with ``capture``, kept for ``communicate()`` (forked from the
+    preloaded launcher where it can be, see tests/launcher.py)."""
     env = dict(os.environ, PYTHONWARNINGS="ignore")
+    preloaded = launcher(env)
+    if preloaded is not None:
+        return preloaded.start([str(REPO / script), *args], cwd, env)
     return subprocess.Popen(
         [sys.executable, str(REPO / script), *args],
         cwd=cwd,
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+        stderr=subprocess.PIPE if capture else subprocess.DEVNULL,
+        text=True,
     )
 
 
@@ -82,7 +89,9 @@ def run_entry(
     script: str, args: list[str], cwd: Path, timeout: int = 300, env: dict | None = None, **popen
 ) -> subprocess.CompletedProcess:
     """Runs ``python <repo>/<script> args...`` as a user would, from ``cwd``; ``env`` adds to
-    (a value of None: removes from) the environment, ``popen`` goes to subprocess.run."""
+    (a value of None: removes from) the environment, ``popen`` goes to subprocess.run. Forked
+    from the preloaded launcher where it can be (tests/launcher.py: the same process, less
+    the 10 s of imports), else a fresh interpreter."""
     # a wandb run made in this process leaves WANDB_SERVICE set: a child would attach to that
     # service and write its files elsewhere; each command gets its own, files under cwd
     extra = env or {}
@@ -90,6 +99,9 @@ def run_entry(
     env.update(PYTHONWARNINGS="ignore", WANDB_DIR=str(cwd))
     env.update({k: v for k, v in extra.items() if v is not None})
     env = {k: v for k, v in env.items() if extra.get(k, "") is not None}
+    preloaded = None if popen else launcher(env)
+    if preloaded is not None:
+        return preloaded.run([str(REPO / script), *args], cwd, env, timeout)
     return subprocess.run(
         [sys.executable, str(REPO / script), *args],
         cwd=cwd,

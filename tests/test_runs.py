@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, assert_one_line, make_image_folder, run_entry, tiny_overrides, wait_for
+from helpers import assert_one_line, make_image_folder, run_entry, start_entry, tiny_overrides, wait_for
 
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.runs import ARGS, LOCK, METRICS, RUN_LOG, is_complete_checkpoint, read_csv, read_json
@@ -187,14 +187,7 @@ def test_a_signal_leaves_a_resumable_checkpoint_and_a_non_zero_exit(signum, stat
         "test": str(make_image_folder(tmp_path / "test", per_class=4, seed=1)),
     }
     args = command(data, tmp_path, max_epochs=3)
-    run = subprocess.Popen(
-        [sys.executable, str(REPO / "main_pretrain.py"), *args],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, PYTHONWARNINGS="ignore"),
-    )
+    run = start_entry("main_pretrain.py", args, tmp_path, capture=True)
     wait_for("mabt/*/*-ep=0.ckpt", tmp_path)
     run.send_signal(signum)
     stdout, stderr = run.communicate(timeout=120)

@@ -20,7 +20,7 @@ from mvssl_plugin.train.resume import find_resumable
 #: every test here starts a subprocess (an entry point, solo-learn's script, DDP workers)
 pytestmark = pytest.mark.slow
 
-MAX_EPOCHS = 6
+MAX_EPOCHS = 3
 
 
 @pytest.fixture(scope="module")
