@@ -86,12 +86,19 @@ def kill_in_second_epoch(args: list[str], cwd: Path, method: str = "mabt") -> No
 
 
 def run_entry(
-    script: str, args: list[str], cwd: Path, timeout: int = 300, env: dict | None = None, **popen
+    script: str,
+    args: list[str],
+    cwd: Path,
+    timeout: int = 300,
+    env: dict | None = None,
+    fresh: bool = False,
+    **popen,
 ) -> subprocess.CompletedProcess:
     """Runs ``python <repo>/<script> args...`` as a user would, from ``cwd``; ``env`` adds to
     (a value of None: removes from) the environment, ``popen`` goes to subprocess.run. Forked
     from the preloaded launcher where it can be (tests/launcher.py: the same process, less
-    the 10 s of imports), else a fresh interpreter."""
+    the 10 s of imports), else, or with ``fresh`` (what the entry point does before it imports
+    torch is under test), a fresh interpreter."""
     # a wandb run made in this process leaves WANDB_SERVICE set: a child would attach to that
     # service and write its files elsewhere; each command gets its own, files under cwd
     extra = env or {}
@@ -99,7 +106,7 @@ def run_entry(
     env.update(PYTHONWARNINGS="ignore", WANDB_DIR=str(cwd))
     env.update({k: v for k, v in extra.items() if v is not None})
     env = {k: v for k, v in env.items() if extra.get(k, "") is not None}
-    preloaded = None if popen else launcher(env)
+    preloaded = None if popen or fresh else launcher(env)
     if preloaded is not None:
         return preloaded.run([str(REPO / script), *args], cwd, env, timeout)
     return subprocess.run(

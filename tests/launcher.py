@@ -10,6 +10,10 @@ handlers and its own stdout / stderr files, runs the script as ``__main__`` and 
 status (a signal's, negative, as ``subprocess`` reports it). Exit codes, signals, files, output
 and the children it starts itself (DDP ranks, loader workers) are the script's own.
 
+Two things the imports made are undone per child: wandb's media folder (each child gets its
+own) and the preloaded modules' loggers, which a Hydra script's ``job_logging: disabled`` would
+disable in the child but not in a fresh process, where they are made after it runs.
+
 What the imports already made cannot change: a command whose environment differs from the
 launcher's in a variable read at import time (:data:`IMPORT_TIME`: threads, oneDNN's ISA, the
 plugin's hook, the module path) runs as a fresh ``subprocess`` instead, and so does every
@@ -24,6 +28,8 @@ the launcher's stdin; the launcher answers ``{"id", "pid"}`` once the child is f
 from __future__ import annotations
 
 import json
+import logging
+import logging.config
 import os
 import select
 import signal
@@ -37,6 +43,7 @@ from typing import Dict, List, Optional
 #: variables whose value at import time stays with the launcher's modules
 IMPORT_TIME = (
     "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",
     "MKL_NUM_THREADS",
     "DNNL_MAX_CPU_ISA",
     "ATEN_CPU_CAPABILITY",
@@ -54,6 +61,26 @@ PRELOAD = ("torch", "torchvision", "lightning.pytorch", "timm", "hydra", "omegac
 
 
 # ----------------------------------------------------------------------------- the launcher process
+
+
+#: temporary folders the preloaded modules made at import time (wandb's media folder): each child
+#: gets its own, as a fresh process would, for its exit hooks remove them
+IMPORT_TIME_FOLDERS: List[tempfile.TemporaryDirectory] = []
+
+
+#: loggers the preloaded modules made: a fresh process makes them only when it imports those
+#: modules, after a Hydra script's ``job_logging: disabled`` (``disable_existing_loggers``) has run
+PRELOADED_LOGGERS: set = set()
+
+
+def _leave_preloaded_loggers(handle):
+    """logging.config's step that disables the loggers existing at configuration time (Hydra's
+    configurator and ``dictConfig`` / ``fileConfig`` all call it), without the preloaded ones."""
+
+    def handled(existing, child_loggers, disable_existing):
+        return handle([n for n in existing if n not in PRELOADED_LOGGERS], child_loggers, disable_existing)
+
+    return handled
 
 
 def _child(request: dict) -> None:
@@ -78,6 +105,9 @@ def _child(request: dict) -> None:
             target = os.open(path, os.O_RDONLY if fd == 0 else os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(target, fd)
             os.close(target)
+        for folder in IMPORT_TIME_FOLDERS:
+            folder.name = tempfile.mkdtemp(suffix=os.path.basename(folder.name)[-12:])
+        logging.config._handle_existing_loggers = _leave_preloaded_loggers(logging.config._handle_existing_loggers)
         script = request["argv"][0]
         sys.argv = list(request["argv"])
         sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -112,6 +142,11 @@ def serve() -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    import gc
+
+    IMPORT_TIME_FOLDERS.extend(o for o in gc.get_objects() if isinstance(o, tempfile.TemporaryDirectory))
+    loggers = logging.root.manager.loggerDict.items()
+    PRELOADED_LOGGERS.update(name for name, lg in loggers if isinstance(lg, logging.Logger) and not lg.disabled)
     out = sys.stdout
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()

@@ -13,10 +13,10 @@ from mvssl_plugin.runs import ARGS, read_json
 AVX2_ONLY = {"DNNL_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OMP_NUM_THREADS": "1"}
 
 
-def pretrain(data: dict, out, env=None, **extra):
+def pretrain(data: dict, out, env=None, fresh=False, **extra):
     out.mkdir(parents=True, exist_ok=True)
     args = ["--config-name", "mabt_cifar.yaml", *tiny_overrides(data, out, **extra)]
-    return run_entry("main_pretrain.py", args, out, env=env)
+    return run_entry("main_pretrain.py", args, out, env=env, fresh=fresh)
 
 
 @pytest.mark.slow
@@ -76,7 +76,7 @@ def test_a_cpu_run_chooses_its_threads_and_caps_its_workers(tiny_cifar, tmp_path
     ],
 )
 def test_openmp_threads_sleep_where_loader_workers_share_the_cores(extra, env, wait, tiny_cifar, tmp_path):
-    result = pretrain(tiny_cifar, tmp_path, env=env, **extra)
+    result = pretrain(tiny_cifar, tmp_path, env=env, fresh=True, **extra)  # set before torch is imported
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     (hardware,) = [line for line in result.stdout.splitlines() if line.strip().startswith("hardware")]
     assert f"(OpenMP wait {wait})" in hardware, hardware
