@@ -22,6 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from paper import PAPER
+
 Key = Tuple[str, int, int, str, float, int]  # method, m, d, beta, fraction, epochs
 
 
@@ -317,12 +319,6 @@ def equal_seconds_table(grid: Grid, base: Key, keys: Sequence[Key], step_times: 
     return lines
 
 
-#: the paper's figures (Agrawal, Ghosh, Sodhani, Oberman, Richards, NeurIPS 2024; ResNet-50, CIFAR-10, 100 epochs)
-PAPER = {
-    "projector": "with the rule 82.1-83.4% at every d; fixed beta 73.6% at d = 64",
-    "views": "4 views reach the 2-view baseline in 0.43x its time (BT), 0.41x (VICReg)",
-    "data": "4 x 50% and 8 x 25% reach 80% in 28.3 and 27.7 min, 2 x 100% in 63.4",
-}
 README_START = "<!-- cpu-claims table: made by `python benchmarks/cpu_claims.py --report` from its CSVs -->"
 README_END = "<!-- end of the cpu-claims table -->"
 

@@ -22,18 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from paper import PAPER
+
 from mvssl_plugin.eval.compare import Run, load_run, time_to
 
 REPO = Path(__file__).resolve().parents[1]
 
 DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 SWEEP = "python main_pretrain.py --config-name {recipe} -m data.train_path=<cifar10>/train data.val_path=<cifar10>/test"
-PAPER = {
-    "a": "with the rule 82.1-83.4% at every d; a fixed beta falls to 73.6% at d = 64 (ResNet-50, 100 epochs)",
-    "b": "4 views reach the 2-view/8192 baseline's accuracy in 0.43x (BT) and 0.41x (VICReg) of its time; "
-    "2/4/8 views at 100 epochs: 86.4/91.7/92.7%",
-    "c": "4 views on 50% and 8 views on 25% of the images match 2 views on 100%",
-}
 
 
 @dataclass
@@ -112,7 +108,7 @@ def plot_lines(path: Path, series: List[tuple], xlabel: str, ylabel: str, logx: 
 
 def study_a(entries: Dict[tuple, Entry], out: Path) -> str:
     text = "## (a) Small projectors: beta by the rule vs one fixed beta\n\n"
-    text += f"Paper: {PAPER['a']}. Recipe: `study_pdim.yaml` (mabt, 2 views, 20 epochs, ResNet-18).\n\n"
+    text += f"Paper: {PAPER['projector']}. Recipe: `study_pdim.yaml` (mabt, 2 views, 20 epochs, ResNet-18).\n\n"
     rows, todo, series = [], [], {True: ([], []), False: ([], [])}
     for d in DIMS:
         row = [str(d)]
@@ -142,7 +138,7 @@ def study_a(entries: Dict[tuple, Entry], out: Path) -> str:
 
 def study_b(entries: Dict[tuple, Entry], out: Path) -> str:
     text = "## (b) More views converge faster\n\n"
-    text += f"Paper: {PAPER['b']}. Recipe: `study_views.yaml` (d = 256 vs the 2-view d = 8192 baseline).\n\n"
+    text += f"Paper: {PAPER['views']}. Recipe: `study_views.yaml` (d = 256 vs the 2-view d = 8192 baseline).\n\n"
     columns = ["method", "views", "d", "final val_acc1", "training s", "s to baseline's final", "x baseline's time"]
     rows, todo = [], []
     for method in ("mabt", "mavicreg"):
@@ -179,7 +175,7 @@ def study_b(entries: Dict[tuple, Entry], out: Path) -> str:
 
 def study_c(entries: Dict[tuple, Entry], out: Path, target: float = 80.0) -> str:
     text = "## (c) More views instead of more images\n\n"
-    text += f"Paper: {PAPER['c']}. Recipe: `study_data.yaml` (mabt, d = 256).\n\n"
+    text += f"Paper: {PAPER['data']}. Recipe: `study_data.yaml` (mabt, d = 256).\n\n"
     columns = ["views x data", "final val_acc1", "training s", f"s to {target:g}%"]
     rows, todo, series = [], [], []
     for views, fraction in ((2, 1.0), (4, 0.5), (8, 0.25)):
