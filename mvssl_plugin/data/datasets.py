@@ -240,14 +240,30 @@ def classification_loaders(
     return solo_loader(cfg, train_set, train=True), solo_loader(cfg, val_set, train=False)
 
 
-def stratified_subset(dataset, fraction: float):
+def stratified_subset(dataset, fraction: float, key: str = "data.val_fraction"):
     """A stratified share of a labelled dataset (an ImageFolder or torchvision's CIFAR/STL),
-    split as solo-learn's ``data_fraction`` splits a training set (sklearn, seed 42)."""
+    split as solo-learn's ``data_fraction`` splits a training set (sklearn, seed 42).
+
+    Raises:
+        ConfigError: ``key``'s share leaves a class without an image on either side of the
+            split (sklearn's own error would be a traceback), naming the range that works.
+    """
+    import math
+
     from sklearn.model_selection import train_test_split
     from torch.utils.data import Subset
 
     labels = getattr(dataset, "targets", None)
     labels = list(labels if labels is not None else dataset.labels)  # STL-10 names them labels
+    total, classes = len(labels), len(set(labels))
+    kept = math.floor(fraction * total)  # sklearn's count for a float train_size
+    if min(kept, total - kept) < classes:
+        low, high = math.ceil(classes / total * 1000) / 1000, math.floor((1 - classes / total) * 1000) / 1000
+        fix = f"set {key} between {low:g} and {high:g}, or -1 for all of them" if low <= high else f"set {key}=-1"
+        raise ConfigError(
+            f"{key}={fraction} keeps {kept} of {total} images in {classes} classes: a stratified share needs "
+            f"at least one image of each class kept and one left out: {fix}"
+        )
     keep, _ = train_test_split(list(range(len(labels))), train_size=fraction, stratify=labels, random_state=42)
     return Subset(dataset, sorted(keep))
 

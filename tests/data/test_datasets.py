@@ -235,3 +235,17 @@ def test_symlink_loop_counted_once_in_every_format(data_format, tmp_path):
     out = assert_ok(run_entry("main_pretrain.py", pretrain_args(data, tmp_path / "runs", **extra), tmp_path))
     assert dropped_once(out, kept=24) and said(out, "class_0/loop (a symlink loop)") == 1
     assert re.search(rf"data +{data_format}\b.*: 24 images of ", out)
+
+
+def test_a_val_fraction_too_small_for_its_classes_is_named_with_the_range_that_works():
+    from mvssl_plugin.data.datasets import stratified_subset
+    from mvssl_plugin.errors import ConfigError
+
+    class Labelled:
+        targets = [0, 1, 2] * 4  # 12 images, 3 classes
+
+    with pytest.raises(
+        ConfigError, match=r"data.val_fraction=0.1 keeps 1 of 12 images in 3 classes.*between 0.25 and 0.75"
+    ):
+        stratified_subset(Labelled(), 0.1)
+    assert len(stratified_subset(Labelled(), 0.5).indices) == 6
