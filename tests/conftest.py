@@ -17,6 +17,28 @@ from helpers import make_image_folder  # noqa: E402
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 
+#: the modules that take longest (pytest --durations, summed per module): collected first, so
+#: that the workers take them first and the short ones fill in at the end
+LONGEST_FIRST = (
+    "benchmarks/test_slurm.py",
+    "test_autoregister.py",
+    "losses/test_distributed.py",
+    "config/test_hardware.py",
+    "test_runs.py",
+    "train/test_trainer.py",
+    "encoder/test_encoder.py",
+)
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """Items of :data:`LONGEST_FIRST`'s modules first, in that order; the rest as collected."""
+
+    def rank(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next((i for i, name in enumerate(LONGEST_FIRST) if path.endswith(name)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: each module's own order is kept
+
 
 @pytest.fixture(scope="session")
 def tiny_cifar(tmp_path_factory) -> dict:
