@@ -201,9 +201,10 @@ def setting_of(run: str) -> str:
 # ----------------------------------------------------------------------------- step times
 
 
-def measure_step_times(rounds: int, steps: int) -> List[dict]:
-    """Seconds per step of every setting and of the claims baseline, alternating within each
-    round on this machine (run it alone); replaces this machine's rows of ``steps.csv``."""
+def measure_step_times(rounds: int, steps: int, only: Optional[Sequence[str]] = None) -> List[dict]:
+    """Seconds per step of every setting (or of the ``only`` ones) and of the claims baseline,
+    alternating within each round on this machine (run it alone); replaces this machine's rows
+    of ``steps.csv`` for the settings it measured."""
     import logging
     import tempfile
     import warnings
@@ -217,7 +218,8 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     baseline = replace(BASELINE, width=cpu_claims.SCALE.width)
-    timed = {"baseline": baseline, **{tag: s.point(SCREEN_EPOCHS) for tag, s in SETTINGS.items()}}
+    chosen = {tag: s for tag, s in SETTINGS.items() if not only or tag in only}
+    timed = {"baseline": baseline, **{tag: s.point(SCREEN_EPOCHS) for tag, s in chosen.items()}}
     times: Dict[str, List[float]] = {tag: [] for tag in timed}
     out = Path(tempfile.mkdtemp())
     for round_ in range(rounds):
@@ -243,7 +245,8 @@ def measure_step_times(rounds: int, steps: int) -> List[dict]:
     for r in rows:  # printed first: the measurement is not lost to a failed write
         print(f"| {r['setting']} | {r['s_per_step']} s | {r['ratio_to_baseline']}x the baseline |", flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    write_csv(OUT / STEPS, [r for r in read_csv(OUT / STEPS) if r["cpu"] != machine] + rows)
+    kept = [r for r in read_csv(OUT / STEPS) if r["cpu"] != machine or r["setting"] not in timed]
+    write_csv(OUT / STEPS, kept + rows)
     return rows
 
 
@@ -383,7 +386,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
     parser.add_argument("--until", help="HH:MM: stop by then on this machine's clock, pauses or not")
-    parser.add_argument("--only", help="only runs whose name contains this")
+    parser.add_argument(
+        "--only", help="only runs whose name contains this; with --step-times: these settings, comma-separated"
+    )
     parser.add_argument("--list", action="store_true", help="the plan and its status")
     parser.add_argument("--report", action="store_true", help="records, levers, summary and plot from the CSVs")
     parser.add_argument("--step-times", action="store_true", help="every setting's step beside the baseline's")
@@ -414,7 +419,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.list:
         list_plan()
     elif args.step_times:
-        measure_step_times(args.rounds, args.steps)
+        measure_step_times(args.rounds, args.steps, args.only.split(",") if args.only else None)
     elif args.import_claims:
         added = import_claims(out, CLAIMS_STEP_TIMES.parent)
         print(f"speedrun: {', '.join(added) or 'nothing new'} from the claims grid into {out}")
