@@ -300,15 +300,27 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     details = {r["run"]: r for r in results}
     runs = [(run, tag, recipe_words(tag), seed) for run, tag, seed in finished if tag in SETTINGS]
     records, levers = [], []
+    screens: Dict[str, List[str]] = {}
+    for run, tag, _, seed in runs:
+        if run == SETTINGS[tag].point(SCREEN_EPOCHS).name(seed):
+            screens.setdefault(tag, []).append(run)
+    timed: set = set()
     for machine in machines:
         steps = step_times_on(machine, own, claims)
+        timed |= set(steps)
         full = [r for r in runs if r[0] != SETTINGS[r[1]].point(SCREEN_EPOCHS).name(r[3])]
         records += speedrun_report.record_rows(full, curves, steps, details)
-        screens: Dict[str, List[str]] = {}
-        for run, tag, _, seed in runs:
-            if run == SETTINGS[tag].point(SCREEN_EPOCHS).name(seed):
-                screens.setdefault(tag, []).append(run)
         levers += speedrun_report.lever_rows(LEVERS, screens, curves, steps)
+    untimed = speedrun_report.untimed_rows(LEVERS, screens, curves, sorted(timed))
+    untimed_block = []
+    if untimed:
+        untimed_block = [
+            "",
+            "Screened, but a step not timed yet (`--step-times --only ...`): the difference at equal",
+            "epochs, which is equal seconds only where the two steps cost the same.",
+            "",
+            *speedrun_report.untimed_table(untimed),
+        ]
     write_csv(out / "records.csv", records)
     write_csv(out / "levers.csv", levers)
     first = [r for r in records if r["timed_on"] == machines[0]]
@@ -327,6 +339,7 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         f"## Levers, screened at {SCREEN_EPOCHS} epochs (fitted schedules), equal training seconds",
         "",
         *(speedrun_report.levers_table(levers) if levers else ["No lever pair has finished yet."]),
+        *untimed_block,
         "",
         "Every clock: records.csv and levers.csv (one row per machine timed).",
     ]
@@ -339,6 +352,7 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     if levers_doc is not None:
         shown = [r for r in levers if r["timed_on"] == machines[0]] or levers
         levers_block = speedrun_report.levers_table(shown) if shown else ["No lever pair has finished yet."]
+        levers_block += untimed_block
         levers_doc.write_text(speedrun_report.replace_between(levers_doc.read_text(), LEVERS_START, END, levers_block))
     steps = step_times_on(machines[0], own, claims)
     lines_to_plot = [

@@ -167,6 +167,49 @@ def lever_rows(
     return out
 
 
+def untimed_rows(
+    levers: Sequence[Lever], runs: Dict[str, List[str]], curves: Sequence[dict], timed: Sequence[str]
+) -> List[dict]:
+    """The levers both of whose sides have finished but whose steps are not timed on any machine
+    (``timed``: the settings with a step time): each side's mean final kNN and the difference
+    at equal epochs, which is equal seconds only where the two steps cost the same."""
+    out = []
+    for lever in levers:
+        a, b = runs.get(lever.changed, []), runs.get(lever.reference, [])
+        if not a or not b or (lever.changed in timed and lever.reference in timed):
+            continue
+        knn_a = statistics.mean(float(curve_of(curves, r)[-1]["knn_backbone"]) for r in a)
+        knn_b = statistics.mean(float(curve_of(curves, r)[-1]["knn_backbone"]) for r in b)
+        untimed = [s for s in (lever.changed, lever.reference) if s not in timed]
+        out.append(
+            {
+                "lever": lever.name,
+                "what": lever.what,
+                "changed": lever.changed,
+                "reference": lever.reference,
+                "seeds": f"{len(a)} / {len(b)}",
+                "knn_changed": round(knn_a, 2),
+                "knn_reference": round(knn_b, 2),
+                "gain_points_equal_epochs": round(knn_a - knn_b, 2),
+                "step_not_timed": ", ".join(untimed),
+            }
+        )
+    return out
+
+
+def untimed_table(rows: Sequence[dict]) -> List[str]:
+    lines = [
+        "| lever | changed | against | seeds | kNN changed | kNN against | at equal epochs | step not timed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['lever']}: {r['what']} | {r['changed']} | {r['reference']} | {r['seeds']} | {r['knn_changed']} "
+            f"| {r['knn_reference']} | {r['gain_points_equal_epochs']:+.2f} | {r['step_not_timed']} |"
+        )
+    return lines
+
+
 def replace_between(text: str, start: str, end: str, block: Sequence[str]) -> str:
     """``text`` with the lines between the marker lines ``start`` and ``end`` replaced by ``block``."""
     if start not in text or end not in text:

@@ -68,6 +68,13 @@ def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
     assert row["gain_points_equal_seconds"] == 1.0
     assert report.lever_rows(levers, {"a": ["a-e3-s1"]}, curves, steps) == []  # the reference not run yet
     assert "+1.00" in report.levers_table([row])[2]
+    # a side without a step time: no gain at equal seconds, the difference at equal epochs, said so
+    del steps["a"]
+    assert report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps) == []
+    (untimed,) = report.untimed_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, ["b"])
+    assert (untimed["gain_points_equal_epochs"], untimed["step_not_timed"], untimed["seeds"]) == (1.0, "a", "1 / 2")
+    assert report.untimed_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, curves, ["a", "b"]) == []
+    assert "| +1.00 | a |" in report.untimed_table([untimed])[2]
 
 
 def test_step_times_are_measured_then_the_grids_step_then_the_baseline_ratio():
