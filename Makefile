@@ -20,9 +20,10 @@ lint:
 # entry-point tests once more with oneDNN held to AVX2, as on CPUs without AVX-512, where
 # torch 2.12's channels-last convolutions of < 8 channels corrupt memory (docs/hardware.md, "Every CPU")
 AVX2_ONLY = DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
-# one pytest worker per core (pytest-xdist), one torch thread each (tests/conftest.py); a test
+# one pytest worker per logical CPU (pytest-xdist; "auto" would count physical cores where psutil is
+# installed), one torch thread each (tests/conftest.py); a test
 # module stays on one worker, so its module fixtures (a tiny finished run) are made once
-PYTEST_WORKERS ?= auto
+PYTEST_WORKERS ?= logical
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadscope
 test:
 	PYTHON=$(PYTHON) EXTRAS=test,dali WITH_SLURM=1 bash scripts/install.sh
