@@ -201,22 +201,6 @@ def time_limited(cluster, tmp_path_factory) -> tuple:
 
 
 @pytest.mark.slow
-def test_the_template_trains_two_processes_to_the_last_epoch(cluster, time_limited, tmp_path):
-    job = cluster.submit(tmp_path, "--time=10", max_epochs=2)
-    info = cluster.wait(job, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, tmp_path, timeout=240)
-    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", log(tmp_path, job)[-4000:]
-    run = only_run(tmp_path)
-    args = read_json(run / ARGS)
-    # 2 processes of one run: Lightning's devices from --ntasks-per-node, num_nodes from the allocation
-    assert args["devices"] == [0, 1] and args["num_nodes"] == 1 and args["strategy"] == "ddp"
-    assert args["run_summary"]["hardware"].startswith("cpu, 2 process(es)")
-    assert f"; {STEPS} steps per epoch;" in args["run_summary"]["batch"]
-    (checkpoint,) = run.glob("*.ckpt")
-    assert checkpoint.name.endswith("-ep=1.ckpt") and step(checkpoint) == 2 * STEPS
-    assert_one_continued_run(run, ["finished"], [job], [0])
-
-
-@pytest.mark.slow
 def test_a_sweep_as_a_job_array_trains_one_run_per_task(cluster, tmp_path):
     sweep = tmp_path / "sweep.txt"
     sweep.write_text("method_kwargs.proj_output_dim=16\nmethod_kwargs.proj_output_dim=32 optimizer.lr=0.2\n")
@@ -240,13 +224,20 @@ def test_a_sweep_as_a_job_array_trains_one_run_per_task(cluster, tmp_path):
 
 
 @pytest.mark.slow
-def test_scontrol_requeue_mid_epoch_resumes_in_the_same_run_folder(cluster, tmp_path):
+def test_scontrol_requeue_mid_epoch_resumes_in_the_same_run_folder(cluster, time_limited, tmp_path):
+    """The template trains two processes of one run to its last epoch, through a requeue. (The
+    time-limited job of ``time_limited`` is started here, to run out its minute meanwhile.)"""
     job = cluster.submit(tmp_path, "--time=10", max_epochs=4)
     wait_until(lambda: list(tmp_path.glob("mabt/*/*-ep=0.ckpt")), 180, "epoch 0's checkpoint", tmp_path, job)
     cluster.run("scontrol", "requeue", job)
     info = cluster.wait(job, {"COMPLETED", "FAILED", "CANCELLED"}, tmp_path, timeout=240, restarts=1)
     assert info["JobState"] == "COMPLETED", log(tmp_path, job)[-4000:]
     run = only_run(tmp_path)
+    args = read_json(run / ARGS)
+    # 2 processes of one run: Lightning's devices from --ntasks-per-node, num_nodes from the allocation
+    assert args["devices"] == [0, 1] and args["num_nodes"] == 1 and args["strategy"] == "ddp"
+    assert args["run_summary"]["hardware"].startswith("cpu, 2 process(es)")
+    assert f"; {STEPS} steps per epoch;" in args["run_summary"]["batch"]
     assert_one_continued_run(run, ["interrupted: SIGTERM", "finished"], [job, job], [0, 1])
     name, epoch, at = stopped_at(launches(run)[0]["status"])
     assert epoch >= 1 and STEPS * epoch < at <= STEPS * (epoch + 1)  # inside the epoch it names
