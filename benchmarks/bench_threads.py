@@ -41,7 +41,6 @@ def data_paths(tmp: Path) -> tuple[str, str]:
     root = Path(os.environ.get("CIFAR10_DIR", REPO.parent / "shared" / "data" / "cifar10"))
     if (root / "train").is_dir():
         return str(root / "train"), str(root / "test")
-    sys.path.insert(0, str(REPO))
     from mvssl_plugin.synthetic import write_image_folder
 
     return str(write_image_folder(tmp / "train", classes=10, per_class=300)), str(tmp / "train")

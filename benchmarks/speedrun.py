@@ -25,25 +25,29 @@ timed). Results: ``benchmarks/results/speedrun/``.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
-import sys
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # run as a script: its neighbours are modules
-    sys.path.insert(0, str(HERE))
-import cpu_claims  # noqa: E402
-import speedrun_report  # noqa: E402
-from cpu_claims import Point  # noqa: E402
+import speedrun_report
+from claims import clocks
+from claims.grid import BASE_EPOCHS, REPO, RESULTS_ROOT, SCALES, Point, Scale, scale_named, step_overrides
+from claims.runner import finished, run_child, run_grid
+from step_clock import run_setting
 
-OUT = cpu_claims.REPO / "benchmarks" / "results" / "speedrun"
+from mvssl_plugin.config.hardware import cpu_precision
+from mvssl_plugin.runs import read_csv, write_csv
+
+OUT = RESULTS_ROOT / "speedrun"
 #: the speedrun's step times (per setting; the claims grid's step_times.csv is per grid step)
 STEPS = "steps.csv"
-CLAIMS_STEP_TIMES = cpu_claims.REPO / "benchmarks" / "results" / "cpu_claims" / "step_times.csv"
+CLAIMS_STEP_TIMES = SCALES["cpu"].step_times
 RECIPE = "speedrun_cpu.yaml"
 #: the recipe's epochs: 30 minutes of training at the bf16 EPYC's step (0.2469 s x 390 steps)
 RECORD_EPOCHS = 18
@@ -54,7 +58,7 @@ SCREEN_EPOCHS = 3
 #: the speedrun's batch on a GPU (``--scale gpu``), against the CPU's 128
 GPU_BATCH = 512
 #: the claims baseline (2 views, d = 2048, fixed beta): every step is timed beside it
-BASELINE = Point("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, ("views",), True)
+BASELINE = Point("mabt", 2, 2048, "fixed", 1.0, BASE_EPOCHS, ("views",), True)
 
 
 @dataclass(frozen=True)
@@ -72,18 +76,19 @@ class Setting:
     grid_step: bool = False  # the step is the claims grid's (method, m, d, width 16, batch 128, Adam)
     width_factor: float = 1.0  # the backbone's width over the scale's (16 on the CPU, 64 on a GPU)
 
-    def point(self, epochs: int) -> Point:
-        """The run at ``epochs`` on the harness's scale: on a GPU, the ResNet-18 (width 64) at
-        batch 512 (solo-learn scales the lr with it), the rest as on the CPU."""
+    def point(self, epochs: int, scale: Scale = SCALES["cpu"]) -> Point:
+        """The run at ``epochs`` on ``scale``: on a GPU, the ResNet-18 (width 64) at batch 512
+        (solo-learn scales the lr with it), the rest as on the CPU. Its name is the same on
+        every scale (``<tag>-e<epochs>-s<seed>``)."""
         extra = list(self.overrides)
         if self.warmup is not None:
             extra.append(f"++scheduler.warmup_epochs={epochs * self.warmup:g}")
-        if cpu_claims.SCALE.name == "gpu":
+        if scale.name == "gpu":
             extra.append(f"optimizer.batch_size={GPU_BATCH}")
-        width = round(cpu_claims.SCALE.width * self.width_factor)
+        width = round(scale.width * self.width_factor)
         return Point(
             self.method, self.m, self.d, "rule", 1.0, epochs, ("speedrun",), False,
-            width=width, tag=self.tag, recipe=self.recipe, extra=tuple(extra),
+            width=width, scale_width=scale.width, tag=self.tag, recipe=self.recipe, extra=tuple(extra),
         )  # fmt: skip
 
 
@@ -144,17 +149,15 @@ SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "m
 
 #: the claims grid's run of the recipe's training (2 views, d = 256, the rule, Adam at a constant lr, all
 #: of CIFAR-10): without a schedule its first epochs are the recipe's screen and record, not trained again
-CLAIMS_CONST = Point("mabt", 2, 256, "rule", 1.0, cpu_claims.BASE_EPOCHS, ("projector", "data"), True)
+CLAIMS_CONST = Point("mabt", 2, 256, "rule", 1.0, BASE_EPOCHS, ("projector", "data"), True)
 
 
 def import_claims(out: Path, claims: Path) -> List[str]:
     """Copies the claims grid's ``mabt`` m = 2, d = 256, rule runs (``CLAIMS_CONST``, both seeds)
     into ``out``'s CSVs as the recipe's ``recipe-e{SCREEN_EPOCHS}-s*`` and ``recipe-e{RECORD_EPOCHS}-s*``
     (their first epochs): without a schedule a shorter run is the longer one's prefix
-    (``cpu_claims.prefix_run``), so these are the runs the speedrun would train. Each row names
+    (``claims.runner.prefix_run``), so these are the runs the speedrun would train. Each row names
     its source; a run already in ``out`` is left alone. Returns the runs added."""
-    from mvssl_plugin.runs import read_csv, write_csv
-
     curves, results = read_csv(out / "curves.csv"), read_csv(out / "results.csv")
     claims_curves, claims_results = read_csv(claims / "curves.csv"), read_csv(claims / "results.csv")
     added = []
@@ -178,16 +181,15 @@ def import_claims(out: Path, claims: Path) -> List[str]:
     return added
 
 
-def plan() -> List[Tuple[Point, int]]:
-    runs = [(SETTINGS[t].point(SCREEN_EPOCHS), 1) for t in SCREEN]
-    runs += [(SETTINGS["recipe"].point(RECORD_EPOCHS), 1), (SETTINGS["peer"].point(PEER_EPOCHS), 1)]
-    runs += [(SETTINGS["recipe"].point(RECORD_EPOCHS), 2), (SETTINGS["peer"].point(PEER_EPOCHS), 2)]
-    runs += [(SETTINGS[t].point(SCREEN_EPOCHS), 2) for t in SCREEN]
-    return runs
+def plan(scale: Scale) -> List[Tuple[Point, int]]:
+    """(point, seed) in the order runs are started (``SCREEN``'s docstring)."""
+    screens = [SETTINGS[t].point(SCREEN_EPOCHS, scale) for t in SCREEN]
+    record, peer = SETTINGS["recipe"].point(RECORD_EPOCHS, scale), SETTINGS["peer"].point(PEER_EPOCHS, scale)
+    return [(p, 1) for p in screens] + [(record, 1), (peer, 1), (record, 2), (peer, 2)] + [(p, 2) for p in screens]
 
 
-def find(name: str) -> Tuple[Point, int]:
-    for point, seed in plan():
+def find(scale: Scale, name: str) -> Tuple[Point, int]:
+    for point, seed in plan(scale):
         if point.name(seed) == name:
             return point, seed
     raise SystemExit(f"{name}: not a run of the speedrun (see --list)")
@@ -201,33 +203,25 @@ def setting_of(run: str) -> str:
 # ----------------------------------------------------------------------------- step times
 
 
-def measure_step_times(rounds: int, steps: int, only: Optional[Sequence[str]] = None) -> List[dict]:
+def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Sequence[str]] = None) -> List[dict]:
     """Seconds per step of every setting (or of the ``only`` ones) and of the claims baseline,
     alternating within each round on this machine (run it alone); replaces this machine's rows
     of ``steps.csv`` for the settings it measured."""
-    import logging
-    import tempfile
-    import warnings
-
-    import torch
-    from step_clock import run_setting
-
-    from mvssl_plugin.config.hardware import cpu_precision
-    from mvssl_plugin.runs import read_csv, write_csv
+    import torch  # local: --list and --report need no torch
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    baseline = replace(BASELINE, width=cpu_claims.SCALE.width)
+    baseline = replace(BASELINE, width=scale.width, scale_width=scale.width)
     chosen = {tag: s for tag, s in SETTINGS.items() if not only or tag in only}
-    timed = {"baseline": baseline, **{tag: s.point(SCREEN_EPOCHS) for tag, s in chosen.items()}}
+    timed = {"baseline": baseline, **{tag: s.point(SCREEN_EPOCHS, scale) for tag, s in chosen.items()}}
     times: Dict[str, List[float]] = {tag: [] for tag in timed}
     out = Path(tempfile.mkdtemp())
     for round_ in range(rounds):
         for tag, point in timed.items():
-            recipe, extra = cpu_claims.step_overrides(point)
+            recipe, extra = step_overrides(scale, point)
             times[tag] += run_setting(extra, steps, out, False, recipe=recipe, fraction=0.2)
             print(f"speedrun: step times, round {round_ + 1}/{rounds}: {tag}", flush=True)
-    machine, base = cpu_claims.cpu_description(), statistics.median(times["baseline"])
+    machine, base = clocks.cpu_description(scale.accelerator), statistics.median(times["baseline"])
     rows = [
         {
             "setting": tag,
@@ -237,16 +231,16 @@ def measure_step_times(rounds: int, steps: int, only: Optional[Sequence[str]] = 
             "precision": cpu_precision()[0],
             "threads": torch.get_num_threads(),
             "cpu": machine,
-            "commit": cpu_claims.commit(),
+            "commit": clocks.commit(),
             "date": time.strftime("%Y-%m-%d %H:%M"),
         }
         for tag in timed
     ]
     for r in rows:  # printed first: the measurement is not lost to a failed write
         print(f"| {r['setting']} | {r['s_per_step']} s | {r['ratio_to_baseline']}x the baseline |", flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    kept = [r for r in read_csv(OUT / STEPS) if r["cpu"] != machine or r["setting"] not in timed]
-    write_csv(OUT / STEPS, kept + rows)
+    scale.out.mkdir(parents=True, exist_ok=True)
+    kept = [r for r in read_csv(scale.out / STEPS) if r["cpu"] != machine or r["setting"] not in timed]
+    write_csv(scale.out / STEPS, kept + rows)
     return rows
 
 
@@ -280,8 +274,8 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
 #: the machine of the targets (a 2-core CPU with native bf16): the records' first clock
 TARGET_MACHINE = "AMD EPYC, 2 cores, bf16 native"
 #: where the report writes its tables for readers: the README's record table, the docs' levers
-README = cpu_claims.REPO / "README.md"
-LEVERS_DOC = cpu_claims.REPO / "docs" / "speedrun.md"
+README = REPO / "README.md"
+LEVERS_DOC = REPO / "docs" / "speedrun.md"
 RECORDS_START = "<!-- speedrun records: made by `python benchmarks/speedrun.py --report` from its CSVs -->"
 LEVERS_START = "<!-- speedrun levers: made by `python benchmarks/speedrun.py --report` from its CSVs -->"
 END = "<!-- end of the speedrun table -->"
@@ -290,8 +284,6 @@ END = "<!-- end of the speedrun table -->"
 def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optional[Path] = LEVERS_DOC) -> Path:
     """records.csv, levers.csv, summary.md and the plot in ``out`` from its CSVs; the record table
     into ``readme`` and the levers table into ``levers_doc``, between their markers."""
-    from mvssl_plugin.runs import read_csv, write_csv
-
     out.mkdir(parents=True, exist_ok=True)
     results, curves = read_csv(out / "results.csv"), read_csv(out / "curves.csv")
     own, claims = read_csv(out / STEPS), read_csv(CLAIMS_STEP_TIMES)
@@ -382,17 +374,14 @@ def recipe_words(tag: str) -> str:
 # ----------------------------------------------------------------------------- CLI
 
 
-def list_plan() -> None:
-    from mvssl_plugin.runs import read_csv
-
-    curves = read_csv(OUT / "curves.csv")
+def list_plan(scale: Scale) -> None:
+    """The plan's runs and their status."""
+    curves = read_csv(scale.curves)
     print("| run | status | last kNN |\n|---|---|---|")
-    for point, seed in plan():
+    for point, seed in plan(scale):
         name = point.name(seed)
         rows = speedrun_report.curve_of(curves, name)
-        status = (
-            "done" if cpu_claims.finished(name) else f"epoch {rows[-1]['epoch']}/{point.epochs}" if rows else "to do"
-        )
+        status = "done" if finished(scale, name) else f"epoch {rows[-1]['epoch']}/{point.epochs}" if rows else "to do"
         print(f"| {name} | {status} | {rows[-1]['knn_backbone'] if rows else '-'} |")
 
 
@@ -414,26 +403,26 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--pause-log", type=Path, help="pause log (cpu_claims.py's docstring)")
     parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
     parser.add_argument("--results", type=Path, help="results folder (default: benchmarks/results/speedrun[_gpu])")
-    parser.add_argument("--scale", choices=sorted(cpu_claims.SCALES), default="cpu", help="cpu, or the GPU twin")
+    parser.add_argument("--scale", choices=sorted(SCALES), default="cpu", help="cpu, or the GPU twin")
     parser.add_argument("--data", type=Path, help="CIFAR-10 ImageFolder root (train/, test/); else CIFAR10_DIR")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
     args = parser.parse_args(argv)
     until = None
     if args.until is not None:
         try:
-            until = cpu_claims.parse_until(args.until, cpu_claims.wall_clock())
+            until = clocks.parse_until(args.until, clocks.wall_clock())
         except ValueError as error:
             parser.error(str(error))
     out = args.results or (OUT if args.scale == "cpu" else OUT.with_name("speedrun_gpu"))
-    cpu_claims.use_scale(args.scale, out)  # the claims harness's CSVs and runs, in this folder
+    scale = scale_named(args.scale, out)  # the claims harness's CSVs and runs, in this folder
     if args.data is not None:
         os.environ["CIFAR10_DIR"] = str(args.data.resolve())  # the children inherit it
     if args.run:
-        cpu_claims.run_child(*find(args.run), args.pause_log)
+        run_child(scale, *find(scale, args.run), args.pause_log)
     elif args.list:
-        list_plan()
+        list_plan(scale)
     elif args.step_times:
-        measure_step_times(args.rounds, args.steps, args.only.split(",") if args.only else None)
+        measure_step_times(scale, args.rounds, args.steps, args.only.split(",") if args.only else None)
     elif args.import_claims:
         added = import_claims(out, CLAIMS_STEP_TIMES.parent)
         print(f"speedrun: {', '.join(added) or 'nothing new'} from the claims grid into {out}")
@@ -443,9 +432,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         if args.pgid_file is not None:
             args.pgid_file.write_text(str(os.getpgrp()))
         try:
-            cpu_claims.run_grid(
-                args.budget_min, (1, 2), args.pause_log, args.only, False, until, plan(), Path(__file__)
-            )
+            run_grid(scale, plan(scale), Path(__file__), args.budget_min, args.pause_log, args.only, False, until)
         finally:
             if args.pgid_file is not None:
                 args.pgid_file.unlink(missing_ok=True)

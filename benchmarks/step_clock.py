@@ -6,7 +6,7 @@ them) and times training steps after a warm-up, from one batch's start to the ne
 holds the views' augmentation, forward, loss, backward and the optimizer. Its callers compare
 settings side by side on one machine: ``bench_cpu_step.py`` (precision x memory format on a
 CPU), ``cpu_claims.py --step-times`` (every distinct step of the claims grid) and
-``gpu/bench_pairs.py`` (the GPU pairs).
+``bench_pairs.py`` (the GPU pairs).
 """
 
 from __future__ import annotations

@@ -754,8 +754,7 @@ def tiny_image_folder(root: Path, per_class: dict, classes: int = 3, size: int =
 
 def build_dry_kit(prefix: Path, with_solo: bool) -> Path:
     """A kit of tiny parts without wheels (this machine's packages stand in): tiny data, solo-learn if at hand."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import pack
+    import pack  # local: packing (and its wheels list) only for a dry run; a neighbour, as the script runs
 
     src = prefix / "dry-src"
     shutil.rmtree(src, ignore_errors=True)

@@ -7,31 +7,42 @@ import json
 import os
 import shutil
 import signal
-import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import cpu_claims
 import pytest
+from claims import clocks, runner
+from claims import grid as claims_grid
+from claims import report as claims_report
 from helpers import REPO, make_image_folder
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import cpu_claims  # noqa: E402
-import cpu_claims_report  # noqa: E402
+#: the CPU grid with its committed results (read-only in these tests)
+CPU = claims_grid.SCALES["cpu"]
+#: the command line each run of the grid is a child of
+SCRIPT = REPO / "benchmarks" / "cpu_claims.py"
+
+
+def data_at(monkeypatch, root: Path) -> None:
+    """The CIFAR-10 root the grid's overrides and the per-epoch evaluation read, set to ``root``."""
+    monkeypatch.setattr(claims_grid, "cifar_root", lambda: root)
+    monkeypatch.setattr(runner, "cifar_root", lambda: root)
 
 
 def test_every_run_of_the_grid_has_its_own_name_and_is_found_by_it():
-    runs = cpu_claims.schedule((1, 2))
+    runs = claims_grid.schedule(CPU, (1, 2))
     names = [point.name(seed) for point, seed in runs]
     assert len(names) == len(set(names))
     for point, seed in runs:
-        assert cpu_claims.find_point(point.name(seed)) == (point, seed)
+        assert claims_grid.find_point(CPU, point.name(seed)) == (point, seed)
     with pytest.raises(SystemExit, match="not a run of the grid"):
-        cpu_claims.find_point("mabt-m3-d1-rule-f1-e1-s1")
+        claims_grid.find_point(CPU, "mabt-m3-d1-rule-f1-e1-s1")
 
 
 def test_the_report_judges_the_projector_at_every_d_the_grid_runs():
-    ds = {(p.d, p.beta) for p in cpu_claims.grid() if "projector" in p.parts and p.m == 2}
-    assert ds == {(d, beta) for d in cpu_claims_report.PROJECTOR_DS for beta in ("rule", "fixed")}
+    ds = {(p.d, p.beta) for p in claims_grid.grid(CPU) if "projector" in p.parts and p.m == 2}
+    assert ds == {(d, beta) for d in claims_report.PROJECTOR_DS for beta in ("rule", "fixed")}
 
 
 def test_every_setting_of_the_grid_has_a_place_in_the_report_and_the_report_no_other():
@@ -39,21 +50,21 @@ def test_every_setting_of_the_grid_has_a_place_in_the_report_and_the_report_no_o
     under another epoch budget than the report shows would be run and never reported."""
     grid = {
         (p.method, p.m, p.d, p.beta, p.fraction, p.epochs)
-        for p in cpu_claims.grid()
+        for p in claims_grid.grid(CPU)
         if not {"precision", "width"} & set(p.parts)
     }
-    shown = {key for _, _, keys, _ in cpu_claims_report.sections(cpu_claims.BASE_EPOCHS) for key in keys}
+    shown = {key for _, _, keys, _ in claims_report.sections(claims_grid.BASE_EPOCHS) for key in keys}
     assert shown == grid
 
 
 def test_the_claims_table_judges_only_settings_the_report_shows_and_every_claim():
     """The table names its comparisons apart from the sections: a setting renamed in one and not
     the other would be judged "not run yet" forever."""
-    e = cpu_claims.BASE_EPOCHS
-    shown = {key for _, _, keys, _ in cpu_claims_report.sections(e) for key in keys}
-    rows = cpu_claims_report.claims(e)
+    e = claims_grid.BASE_EPOCHS
+    shown = {key for _, _, keys, _ in claims_report.sections(e) for key in keys}
+    rows = claims_report.claims(e)
     assert {key for c in rows for key in (c.a, c.b)} <= shown
-    assert {c.claim for c in rows} == set(cpu_claims_report.PAPER)
+    assert {c.claim for c in rows} == set(claims_report.PAPER)
     assert {c.how for c in rows} <= {"reach", "beats", "matches"}
     # a verdict on final kNN names its setting; the time verdicts name both sides' seeds instead
     assert all(c.label for c in rows if c.how != "reach")
@@ -61,12 +72,14 @@ def test_the_claims_table_judges_only_settings_the_report_shows_and_every_claim(
 
 def test_the_data_claim_compares_equal_views_and_more_views_run_to_twice_the_baselines():
     """Views processed per epoch = images x m: the budgets in epochs set them."""
-    e = cpu_claims.BASE_EPOCHS
-    data = [p for p in cpu_claims.grid() if "data" in p.parts]
+    e = claims_grid.BASE_EPOCHS
+    data = [p for p in claims_grid.grid(CPU) if "data" in p.parts]
     assert {p.epochs * p.m * p.fraction for p in data} == {2 * e}
-    views = {p.m: p.epochs * p.m * p.fraction for p in cpu_claims.grid() if "views" in p.parts and p.method == "mabt"}
+    views = {
+        p.m: p.epochs * p.m * p.fraction for p in claims_grid.grid(CPU) if "views" in p.parts and p.method == "mabt"
+    }
     assert views == {2: 2 * e, 4: 4 * e, 8: 4 * e}  # 4 and 8 views: whether and when they reach the baseline
-    vicreg = {p.m: p.epochs * p.m * p.fraction for p in cpu_claims.grid() if "vicreg" in p.parts}
+    vicreg = {p.m: p.epochs * p.m * p.fraction for p in claims_grid.grid(CPU) if "vicreg" in p.parts}
     assert vicreg == {2: 2 * e, 4: 4 * e}  # VICReg's pair the same way
 
 
@@ -76,57 +89,55 @@ def test_a_longer_run_goes_on_from_a_finished_shorter_run_of_its_setting(monkeyp
     it has a checkpoint of its own."""
     from mvssl_plugin.runs import read_csv, write_csv
 
-    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
-    monkeypatch.setattr(cpu_claims, "RESULTS", tmp_path / "results.csv")
-    monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    (point,) = [p for p in cpu_claims.grid() if p.parts == ("views",) and p.m == 4]
-    short = cpu_claims.replace(point, epochs=10)
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    data_at(monkeypatch, tmp_path)
+    (point,) = [p for p in claims_grid.grid(CPU) if p.parts == ("views",) and p.m == 4]
+    short = replace(point, epochs=10)
     results, curves = rows("mabt", 4, 256, "rule", 1.0, 10, (54.0,))
     for r in results + curves:
         r["run"] = short.name(1)
     write_csv(tmp_path / "results.csv", results)
     write_csv(tmp_path / "curves.csv", curves)
-    assert cpu_claims.prefix_run(point, 1) is None  # finished, but its checkpoint is not on this machine
+    assert runner.prefix_run(scale, point, 1) is None  # finished, but its checkpoint is not on this machine
     run = tmp_path / "runs" / short.name(1) / "mabt" / "abc"
     run.mkdir(parents=True)
     (run / "mabt-ep=8.ckpt").write_bytes(b"older")
     os.utime(run / "mabt-ep=8.ckpt", (1, 1))
     (run / "mabt-ep=9.ckpt").write_bytes(b"weights")
-    assert cpu_claims.prefix_run(point, 1) == short
-    assert not any("resume_from_checkpoint" in o for o in cpu_claims.overrides(point, 1)[1])
+    assert runner.prefix_run(scale, point, 1) == short
+    assert not any("resume_from_checkpoint" in o for o in runner.launch_overrides(scale, point, 1)[1])
 
     (run / "run.lock").write_text("123")
-    cpu_claims.extend_from(short, point, 1)
+    runner.extend_from(scale, short, point, 1)
     copy = tmp_path / "runs" / point.name(1) / "mabt" / "abc"
     assert (copy / "mabt-ep=9.ckpt").read_bytes() == b"weights" and not (copy / "run.lock").exists()
     longer = [r for r in read_csv(tmp_path / "curves.csv") if r["run"] == point.name(1)]
     assert [int(r["epoch"]) for r in longer] == list(range(1, 11)) and longer[-1]["knn_backbone"] == "54.0"
-    extra = cpu_claims.overrides(point, 1)[1]
+    extra = runner.launch_overrides(scale, point, 1)[1]
     assert (
         f"+resume_from_checkpoint='{copy / 'mabt-ep=9.ckpt'}'" in extra and "auto_resume.accept_changes=true" in extra
     )
     (copy / "mabt-ep=10.ckpt").write_bytes(b"its own")  # its first launch checkpointed: auto-resume from now on
     later = (copy / "mabt-ep=9.ckpt").stat().st_mtime + 60
     os.utime(copy / "mabt-ep=10.ckpt", (later, later))
-    assert cpu_claims.resume_overrides(point, 1) == []
+    assert runner.resume_overrides(scale, point, 1) == []
     (copy / "mabt-ep=9.ckpt").unlink()
-    assert cpu_claims.resume_overrides(point, 1) == []
-    assert cpu_claims.prefix_run(cpu_claims.replace(point, epochs=10), 1) is None  # nothing shorter than 10
+    assert runner.resume_overrides(scale, point, 1) == []
+    assert runner.prefix_run(scale, replace(point, epochs=10), 1) is None  # nothing shorter than 10
 
 
 def test_the_grid_starts_with_the_precision_check_then_one_seed_of_each_point():
-    runs = cpu_claims.schedule((1, 2))
+    runs = claims_grid.schedule(CPU, (1, 2))
     check = [r for r in runs if "precision" in r[0].parts]
     assert runs[: len(check)] == check and {p.precision for p, _ in check} == {"32", "auto"}
-    firsts = [seed for _, seed in runs[len(check) : len(check) + len(cpu_claims.grid()) - 2]]
+    firsts = [seed for _, seed in runs[len(check) : len(check) + len(claims_grid.grid(CPU)) - 2]]
     assert set(firsts) == {1}
 
 
 def test_paused_time_inside_an_epoch_is_counted(tmp_path):
     log = tmp_path / "pauses.log"
     log.write_text("100 stop 1\n110 cont 1\n# a note\n150 stop 2\nx\n170 cont 2\n\n190 stop 3\n")
-    overlap = cpu_claims.pause_overlap
+    overlap = clocks.pause_overlap
     assert overlap(log, 0, 200) == 10 + 20 + 10  # the last pause still running at 200
     assert overlap(log, 105, 160) == 5 + 10
     assert overlap(log, 120, 140) == 0
@@ -136,13 +147,13 @@ def test_paused_time_inside_an_epoch_is_counted(tmp_path):
 def test_an_epochs_pauses_before_a_stop_are_carried_by_the_checkpoint_into_its_resume(tmp_path):
     log = tmp_path / "pauses.log"
     log.write_text("100 stop\n130 cont\n")  # 30 s paused in epoch 3, before the stop at 150
-    before = cpu_claims.EpochPauses(log)
+    before = clocks.EpochPauses(log)
     before.begin(3, 90)
     state = before.state(150)
     assert state == {"epoch": 3, "paused_seconds": 30}
     with log.open("a") as f:
         f.write("200 stop\n210 cont\n")  # 10 s more after the resume at 180
-    after = cpu_claims.EpochPauses(log)
+    after = clocks.EpochPauses(log)
     after.load(state)
     after.begin(3, 180)
     assert after.end(260) == 30 + 10
@@ -154,17 +165,17 @@ def test_the_epoch_callback_puts_its_pauses_in_the_checkpoint_and_takes_them_bac
     """Lightning saves a callback's ``state_dict`` in the checkpoint and hands it back on resume."""
     from types import SimpleNamespace
 
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    data_at(monkeypatch, tmp_path)
 
     log = tmp_path / "pauses.log"
     log.write_text(f"{1.0:f} stop\n{2.0:f} cont\n")  # long before now: inside an epoch begun at 0
-    point = cpu_claims.grid()[0]
-    stopped = cpu_claims.epoch_eval_callback(point, 1, log)
+    point = claims_grid.grid(CPU)[0]
+    stopped = runner.epoch_eval_callback(CPU, point, 1, log)
     stopped.on_train_epoch_start(SimpleNamespace(current_epoch=5), None)
     stopped.pauses.start = 0.0
     state = stopped.state_dict()
     assert state == {"epoch": 5, "paused_seconds": 1.0}
-    resumed = cpu_claims.epoch_eval_callback(point, 1, log)
+    resumed = runner.epoch_eval_callback(CPU, point, 1, log)
     resumed.load_state_dict(state)
     resumed.on_train_epoch_start(SimpleNamespace(current_epoch=5), None)
     assert resumed.pauses.so_far(resumed.pauses.start) == 1.0
@@ -175,9 +186,9 @@ def test_a_stop_inside_an_epoch_writes_no_row_for_it(monkeypatch, tmp_path):
     (a row for epoch 3 at step 781, and a minute of evaluation before the process exits)."""
     from types import SimpleNamespace
 
-    monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    callback = cpu_claims.epoch_eval_callback(cpu_claims.grid()[0], 1, None)
+    data_at(monkeypatch, tmp_path)
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    callback = runner.epoch_eval_callback(scale, claims_grid.grid(scale)[0], 1, None)
     stopped = SimpleNamespace(current_epoch=2, global_step=781, num_training_batches=390)
     callback.on_train_epoch_end(stopped, None)  # it would fail here if it evaluated: no loaders yet
     assert not (tmp_path / "curves.csv").exists()
@@ -186,14 +197,14 @@ def test_a_stop_inside_an_epoch_writes_no_row_for_it(monkeypatch, tmp_path):
 def test_a_checkpoint_at_an_epochs_end_carries_no_pauses_into_the_next_epoch(tmp_path):
     log = tmp_path / "pauses.log"
     log.write_text("100 stop\n130 cont\n")
-    pauses = cpu_claims.EpochPauses(log)
+    pauses = clocks.EpochPauses(log)
     pauses.begin(3, 90)
     state = pauses.state(150)  # a checkpoint inside the epoch, or at its end before the row
-    resumed = cpu_claims.EpochPauses(log)
+    resumed = clocks.EpochPauses(log)
     resumed.load(state)
     resumed.begin(4, 400)
     assert resumed.end(500) == 0
-    assert cpu_claims.EpochPauses(log).state(150) == {}  # between epochs: nothing to carry
+    assert clocks.EpochPauses(log).state(150) == {}  # between epochs: nothing to carry
 
 
 def test_the_report_says_which_runs_ran_in_which_precision_when_they_differ():
@@ -202,9 +213,9 @@ def test_the_report_says_which_runs_ran_in_which_precision_when_they_differ():
 
     check = [row("mabt-m2-d256-rule-f1-e1-s1-p32", "32-true", "A")]  # the precision check: not the grid
     same = check + [row("mabt-m2-d2048-fixed-f1-e20-s1", "bf16-mixed", "A"), row("mabt-m4-x", "bf16-mixed", "A")]
-    assert cpu_claims_report.mixed_precision_note(same) == []
+    assert claims_report.mixed_precision_note(same) == []
     mixed = same + [row("mabt-m2-d256-rule-f1-e20-s1", "32-true", "B")]
-    note = cpu_claims_report.mixed_precision_note(mixed)
+    note = claims_report.mixed_precision_note(mixed)
     assert "- 32-true (B): mabt-m2-d256-rule-f1-e20-s1" in note
     assert "- bf16-mixed (A): mabt-m2-d2048-fixed-f1-e20-s1, mabt-m4-x" in note
     assert not any("-e1-" in line for line in note)
@@ -212,9 +223,8 @@ def test_the_report_says_which_runs_ran_in_which_precision_when_they_differ():
 
 @pytest.fixture
 def scale(request, tmp_path):
-    """The harness at ``request.param``'s scale, its results in tmp_path / "<scale>_claims"; the CPU scale after."""
-    yield cpu_claims.use_scale(request.param, tmp_path / f"{request.param}_claims")
-    cpu_claims.use_scale("cpu")
+    """The harness at ``request.param``'s scale, its results in tmp_path / "<scale>_claims"."""
+    return claims_grid.scale_named(request.param, tmp_path / f"{request.param}_claims")
 
 
 @pytest.mark.parametrize("scale", ["cpu"], indirect=True)
@@ -227,14 +237,14 @@ def test_a_run_stopped_by_the_budget_is_carried_to_another_machine_and_finishes_
     from mvssl_plugin.runs import read_csv, write_csv
 
     name = "mabt-m2-d256-rule-f1-e20-s1"
-    point, _ = cpu_claims.find_point(name)
-    out = tmp_path / "cpu_claims"
+    point, _ = claims_grid.find_point(scale, name)
+    out = scale.out
     machine = {"cpu": "A", "precision": "32-true", "epochs": range(1, 4), "running": True}
-    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: machine["cpu"])
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")
-    monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: 100.0)
-    monkeypatch.setattr(cpu_claims.time, "sleep", lambda s: None)
+    monkeypatch.setattr(runner, "cpu_description", lambda accelerator: machine["cpu"])
+    data_at(monkeypatch, tmp_path)
+    monkeypatch.setattr(runner, "commit", lambda: "abc1234")
+    monkeypatch.setattr(runner, "estimate_minutes", lambda *args: 100.0)
+    monkeypatch.setattr(runner.time, "sleep", lambda s: None)
 
     class Clock:  # the budget is spent at the second look
         def __init__(self):
@@ -274,20 +284,20 @@ def test_a_run_stopped_by_the_budget_is_carried_to_another_machine_and_finishes_
             self.returncode = 0
             return 0
 
-    monkeypatch.setattr(cpu_claims, "ActiveClock", Clock)
-    monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
-    monkeypatch.setattr("mvssl_plugin.runs.is_complete_checkpoint", lambda path: True)
-    cpu_claims.run_grid(100, (1,), None, name)
+    monkeypatch.setattr(runner, "ActiveClock", Clock)
+    monkeypatch.setattr(runner.subprocess, "Popen", Child)
+    monkeypatch.setattr(runner, "is_complete_checkpoint", lambda path: True)
+    runner.run_grid(scale, claims_grid.schedule(scale, (1,)), SCRIPT, 100, None, name)
     carried = out / "carry" / name / "mabt" / "abc"
     assert sorted(p.name for p in carried.iterdir()) == ["args.json", "ep=3.ckpt"]  # the newest; no lock
     assert {r["cpu"] for r in read_csv(out / "curves.csv")} == {"A"}  # A's rows name A from now on
-    assert not cpu_claims.finished(name)
+    assert not runner.finished(scale, name)
 
     shutil.rmtree(out / "runs")  # machine B: a fresh clone with the commit
     machine.update(cpu="B", precision="bf16-mixed", epochs=range(4, 21), running=False)
     launched = []
-    monkeypatch.setattr(cpu_claims, "carry_in", lambda n, real=cpu_claims.carry_in: launched.append(real(n)) or True)
-    cpu_claims.run_grid(100, (1,), None, name)
+    monkeypatch.setattr(runner, "carry_in", lambda s, n, real=runner.carry_in: launched.append(real(s, n)) or True)
+    runner.run_grid(scale, claims_grid.schedule(scale, (1,)), SCRIPT, 100, None, name)
     assert launched == [True]
     assert capsys.readouterr().out.endswith(f"cpu_claims: every run with {name!r} is done\n")  # not "the grid"
     (row,) = [r for r in read_csv(out / "results.csv") if r["run"] == name]
@@ -301,16 +311,15 @@ def test_a_run_the_budget_cannot_finish_is_skipped_if_too_large_to_carry_and_sta
 ):
     """On a slow machine a d = 2048 run (about 108 MiB with Adam's state) would start over elsewhere:
     the call goes on to the next run, which a cut carries (about 10 MiB)."""
-    big, _ = cpu_claims.find_point("mabt-m2-d2048-rule-f1-e20-s1")
-    small, _ = cpu_claims.find_point("mabt-m2-d64-fixed-f1-e20-s1")
+    big, _ = claims_grid.find_point(scale, "mabt-m2-d2048-rule-f1-e20-s1")
+    small, _ = claims_grid.find_point(scale, "mabt-m2-d64-fixed-f1-e20-s1")
     make_image_folder(tmp_path / "train", per_class=2)  # the recipe checks its data; the model needs none
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    assert cpu_claims.checkpoint_mib(big) > cpu_claims.CARRY_MAX_MB > cpu_claims.checkpoint_mib(small)
-    monkeypatch.setattr(cpu_claims, "schedule", lambda seeds: [(big, 1), (small, 1)])
-    monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: 100.0)
-    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "S")
-    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")
-    monkeypatch.setattr(cpu_claims.time, "sleep", lambda s: None)
+    data_at(monkeypatch, tmp_path)
+    assert runner.checkpoint_mib(scale, big) > runner.CARRY_MAX_MB > runner.checkpoint_mib(scale, small)
+    monkeypatch.setattr(runner, "estimate_minutes", lambda *args: 100.0)
+    monkeypatch.setattr(runner, "cpu_description", lambda accelerator: "S")
+    monkeypatch.setattr(runner, "commit", lambda: "abc1234")
+    monkeypatch.setattr(runner.time, "sleep", lambda s: None)
     reads = iter([0.0, 0.0, 1e9])  # each run's look at the budget (10 min left), then spent
 
     class Clock:
@@ -333,10 +342,10 @@ def test_a_run_the_budget_cannot_finish_is_skipped_if_too_large_to_carry_and_sta
         def wait(self, *args):
             return self.returncode
 
-    monkeypatch.setattr(cpu_claims, "ActiveClock", Clock)
-    monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
-    monkeypatch.setattr(cpu_claims, "carry_out", carried.append)
-    cpu_claims.run_grid(10, (1,), None, None)
+    monkeypatch.setattr(runner, "ActiveClock", Clock)
+    monkeypatch.setattr(runner.subprocess, "Popen", Child)
+    monkeypatch.setattr(runner, "carry_out", lambda scale, name: carried.append(name))
+    runner.run_grid(scale, [(big, 1), (small, 1)], SCRIPT, 10)
     assert launched == carried == [small.name(1)]
     said = capsys.readouterr().out
     assert f"{big.name(1)} needs about 100 min, the budget has 10 left, and its checkpoint (about 108 MiB)" in said
@@ -344,18 +353,18 @@ def test_a_run_the_budget_cannot_finish_is_skipped_if_too_large_to_carry_and_sta
 
 
 def test_the_first_launch_on_another_machine_resumes_the_carried_checkpoint(monkeypatch, tmp_path):
-    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    data_at(monkeypatch, tmp_path)
     name = "mabt-m2-d256-rule-f1-e20-s1"
-    point, _ = cpu_claims.find_point(name)
-    assert not cpu_claims.carry_in(name)  # nothing carried
+    point, _ = claims_grid.find_point(scale, name)
+    assert not runner.carry_in(scale, name)  # nothing carried
     carried = tmp_path / "carry" / name / "mabt" / "abc"
     carried.mkdir(parents=True)
     (carried / "x-ep=2-stopped.ckpt").write_bytes(b"weights")
-    assert cpu_claims.carry_in(name)
+    assert runner.carry_in(scale, name)
     copy = tmp_path / "runs" / name / "mabt" / "abc" / "x-ep=2-stopped.ckpt"
     assert copy.read_bytes() == b"weights"
-    assert f"+resume_from_checkpoint='{copy}'" in cpu_claims.overrides(point, 1)[1]
+    assert f"+resume_from_checkpoint='{copy}'" in runner.launch_overrides(scale, point, 1)[1]
 
 
 def _checkpoint(path, age_hours: float = 0.0):
@@ -373,20 +382,19 @@ def _checkpoint(path, age_hours: float = 0.0):
 def test_a_checkpoint_left_without_its_args_json_gives_way_to_the_carried_one(monkeypatch, tmp_path):
     """``git clean`` keeps a run folder's ignored .ckpt and removes its args.json: auto-resume
     cannot take that checkpoint, so the run must go on from its carry, not start over."""
-    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
-    monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    data_at(monkeypatch, tmp_path)
     name = "mabt-m8-d256-rule-f1-e10-s2"
-    point, seed = cpu_claims.find_point(name)
+    point, seed = claims_grid.find_point(scale, name)
     stray = _checkpoint(tmp_path / "runs" / name / "mabt" / "old" / "x-ep=1-stopped.ckpt")
     carried = _checkpoint(tmp_path / "carry" / name / "mabt" / "old" / "x-ep=1-stopped.ckpt")
     (carried.parent / "args.json").write_text("{}")
-    start = cpu_claims.head_start(point, seed)
+    start = runner.head_start(scale, point, seed)
     assert (start.here, start.carried) == (False, True)
-    assert cpu_claims.carry_in(name)
+    assert runner.carry_in(scale, name)
     assert (stray.parent / "args.json").is_file()  # the carried folder replaced the stray one
-    assert f"+resume_from_checkpoint='{stray}'" in cpu_claims.overrides(point, seed)[1]
-    assert cpu_claims.head_start(point, seed).here
+    assert f"+resume_from_checkpoint='{stray}'" in runner.launch_overrides(scale, point, seed)[1]
+    assert runner.head_start(scale, point, seed).here
 
 
 def test_a_run_resumes_however_long_it_waited_between_sessions(monkeypatch, tmp_path):
@@ -397,38 +405,36 @@ def test_a_run_resumes_however_long_it_waited_between_sessions(monkeypatch, tmp_
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.train.resume import find_resumable
 
-    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    point, seed = cpu_claims.find_point("mabt-m2-d64-rule-f1-e20-s2")
-    recipe, extra = cpu_claims.overrides(point, seed)
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    data_at(monkeypatch, tmp_path)
+    point, seed = claims_grid.find_point(scale, "mabt-m2-d64-rule-f1-e20-s2")
+    recipe, extra = runner.launch_overrides(scale, point, seed)
     cfg = compose_recipe(recipe, "pretrain", extra)
     logdir = Path(cfg.checkpoint.dir) / "mabt"
     ckpt = _checkpoint(logdir / "offline-1" / "x-ep=3.ckpt", age_hours=40 * 24)
     (ckpt.parent / "args.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True)))
     assert find_resumable(cfg, str(logdir)).checkpoint == ckpt
-    assert cpu_claims.head_start(point, seed).here
+    assert runner.head_start(scale, point, seed).here
     cfg.auto_resume.max_hours = 36  # the recipe's own window would have started it over
     assert find_resumable(cfg, str(logdir)).checkpoint is None
 
 
 def test_a_checkpoint_too_large_to_commit_is_not_carried(monkeypatch, tmp_path):
-    monkeypatch.setattr(cpu_claims, "OUT", tmp_path)
-    monkeypatch.setattr(cpu_claims, "CURVES", tmp_path / "curves.csv")
-    monkeypatch.setattr(cpu_claims, "CARRY_MAX_MB", 1e-5)
-    monkeypatch.setattr("mvssl_plugin.runs.is_complete_checkpoint", lambda path: True)
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    monkeypatch.setattr(runner, "CARRY_MAX_MB", 1e-5)
+    monkeypatch.setattr(runner, "is_complete_checkpoint", lambda path: True)
     folder = tmp_path / "runs" / "r" / "mabt" / "abc"
     folder.mkdir(parents=True)
     (folder / "ep=1.ckpt").write_bytes(b"x" * 100)
-    assert cpu_claims.carry_out("r") is None and not (tmp_path / "carry").exists()
+    assert runner.carry_out(scale, "r") is None and not (tmp_path / "carry").exists()
 
 
-def test_a_runs_machines_are_named_with_their_epochs(monkeypatch):
-    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "here")
+def test_a_runs_machines_are_named_with_their_epochs():
     one = [{"epoch": "1", "cpu": "A"}, {"epoch": "2", "cpu": "A"}]
-    assert cpu_claims.machines(one) == "A"
-    assert cpu_claims.machines([{"epoch": "1"}, {"epoch": "2"}]) == "here"  # rows from before the column
+    assert runner.machines(one, "here") == "A"
+    assert runner.machines([{"epoch": "1"}, {"epoch": "2"}], "here") == "here"  # rows from before the column
     two = one + [{"epoch": "3", "cpu": "B"}, {"epoch": "4", "cpu": "A"}]
-    assert cpu_claims.machines(two) == "A (epochs 1-2); B (epochs 3-3); A (epochs 4-4)"
+    assert runner.machines(two, "here") == "A (epochs 1-2); B (epochs 3-3); A (epochs 4-4)"
 
 
 def rows(method, m, d, beta, fraction, epochs, accuracies):
@@ -451,7 +457,7 @@ def grid_of(*settings):
         r, c = rows(*setting)
         results += r
         curves += c
-    return cpu_claims_report.Grid(results, curves)
+    return claims_report.Grid(results, curves)
 
 
 @pytest.mark.parametrize(
@@ -465,7 +471,7 @@ def grid_of(*settings):
 )
 def test_a_verdict_needs_two_seeds_on_each_side_and_a_gap_beyond_their_spread(rule, fixed, expected):
     grid = grid_of(("mabt", 2, 64, "rule", 1.0, 20, rule), ("mabt", 2, 64, "fixed", 1.0, 20, fixed))
-    text = cpu_claims_report.verdict(grid, ("mabt", 2, 64, "rule", 1.0, 20), ("mabt", 2, 64, "fixed", 1.0, 20), "d")
+    text = claims_report.verdict(grid, ("mabt", 2, 64, "rule", 1.0, 20), ("mabt", 2, 64, "fixed", 1.0, 20), "d")
     assert text.startswith(expected), text
 
 
@@ -481,14 +487,14 @@ def test_views_to_reach_the_baseline_are_read_off_each_seeds_curve():
 def test_the_report_is_made_from_the_csvs(tmp_path, monkeypatch):
     from mvssl_plugin.runs import write_csv
 
-    results, curves = rows("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, (50.0, 52.0))
-    rule = rows("mabt", 2, 2048, "rule", 1.0, cpu_claims.BASE_EPOCHS, (53.0,))
-    started = rows("mabt", 2, 64, "rule", 1.0, cpu_claims.BASE_EPOCHS, (40.0,))[1][:3]  # 3 epochs, no result
+    results, curves = rows("mabt", 2, 2048, "fixed", 1.0, claims_grid.BASE_EPOCHS, (50.0, 52.0))
+    rule = rows("mabt", 2, 2048, "rule", 1.0, claims_grid.BASE_EPOCHS, (53.0,))
+    started = rows("mabt", 2, 64, "rule", 1.0, claims_grid.BASE_EPOCHS, (40.0,))[1][:3]  # 3 epochs, no result
     results, curves = results + rule[0], curves + rule[1] + started
-    monkeypatch.setattr(cpu_claims, "RESULTS", write_csv(tmp_path / "results.csv", results))
-    monkeypatch.setattr(cpu_claims, "CURVES", write_csv(tmp_path / "curves.csv", curves))
-    monkeypatch.setattr(cpu_claims, "STEP_TIMES", tmp_path / "step_times.csv")
-    summary = cpu_claims.report(tmp_path).read_text()
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    write_csv(scale.results, results)
+    write_csv(scale.curves, curves)
+    summary = claims_report.report(scale).read_text()
     assert "| mabt m=2 d=2048 fixed | 20 | 51.0 ± 1.0 (2 seeds) |" in summary
     assert "not run yet" in summary  # the rest of the grid
     # the projector claim is judged at every d of the grid, as the paper states it
@@ -500,11 +506,11 @@ def test_the_report_is_made_from_the_csvs(tmp_path, monkeypatch):
 
 def test_until_is_the_next_such_time_on_this_machines_clock():
     now = time.mktime((2026, 11, 26, 3, 30, 0, 0, 0, -1))
-    assert cpu_claims.parse_until("05:45", now) - now == 2 * 3600 + 15 * 60
-    assert cpu_claims.parse_until("03:00", now) - now == 23.5 * 3600  # passed today: tomorrow's
+    assert clocks.parse_until("05:45", now) - now == 2 * 3600 + 15 * 60
+    assert clocks.parse_until("03:00", now) - now == 23.5 * 3600  # passed today: tomorrow's
     for bad in ("5", "25:00", "05:60", "soon"):
         with pytest.raises(ValueError, match="--until takes HH:MM"):
-            cpu_claims.parse_until(bad, now)
+            clocks.parse_until(bad, now)
     with pytest.raises(SystemExit) as stopped:  # the command line says so before anything runs
         cpu_claims.main(["--until", "25:00"])
     assert stopped.value.code == 2
@@ -513,14 +519,13 @@ def test_until_is_the_next_such_time_on_this_machines_clock():
 @pytest.mark.parametrize("scale", ["cpu"], indirect=True)
 def test_until_stops_the_running_run_at_that_time_even_with_budget_left(scale, monkeypatch, tmp_path, capsys):
     """Pauses stretch a --budget-min call past a session's end; --until holds the wall clock."""
-    small, _ = cpu_claims.find_point("mabt-m2-d64-fixed-f1-e20-s1")
-    monkeypatch.setattr(cpu_claims, "schedule", lambda seeds: [(small, 1)])
-    monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: 5.0)
-    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "S")
-    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")
-    monkeypatch.setattr(cpu_claims.time, "sleep", lambda s: None)
+    small, _ = claims_grid.find_point(scale, "mabt-m2-d64-fixed-f1-e20-s1")
+    monkeypatch.setattr(runner, "estimate_minutes", lambda *args: 5.0)
+    monkeypatch.setattr(runner, "cpu_description", lambda accelerator: "S")
+    monkeypatch.setattr(runner, "commit", lambda: "abc1234")
+    monkeypatch.setattr(runner.time, "sleep", lambda s: None)
     walls = iter([1000.0, 1000.0, 1500.0, 2001.0])  # start, the run's first looks, then past 2000
-    monkeypatch.setattr(cpu_claims, "wall_clock", lambda: next(walls))
+    monkeypatch.setattr(clocks, "wall_clock", lambda: next(walls))
     stopped, carried = [], []
 
     class Child:
@@ -537,16 +542,16 @@ def test_until_stops_the_running_run_at_that_time_even_with_budget_left(scale, m
         def wait(self, *args):
             return self.returncode
 
-    monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
-    monkeypatch.setattr(cpu_claims, "carry_out", carried.append)
-    cpu_claims.run_grid(600, (1,), None, None, until=2000.0)  # 10 h of budget, 1,000 s to --until
+    monkeypatch.setattr(runner.subprocess, "Popen", Child)
+    monkeypatch.setattr(runner, "carry_out", lambda scale, name: carried.append(name))
+    runner.run_grid(scale, [(small, 1)], SCRIPT, 600, until=2000.0)  # 10 h of budget, 1,000 s to --until
     assert stopped == [signal.SIGTERM] and carried == [small.name(1)]
     assert f"budget spent: stopping {small.name(1)}" in capsys.readouterr().out
 
 
 def test_the_budget_does_not_count_the_time_the_harness_was_paused():
     times = iter([0.0, 5.0, 10.0, 610.0, 615.0])  # stopped for 10 minutes between 10 and 610
-    clock = cpu_claims.ActiveClock(poll=5.0, now=lambda: next(times))
+    clock = clocks.ActiveClock(poll=5.0, now=lambda: next(times))
     assert [clock.read() for _ in range(4)] == [5.0, 10.0, 15.0, 20.0]
 
 
@@ -580,23 +585,23 @@ def test_a_run_is_estimated_from_the_epochs_already_measured():
             "eval_seconds": "30",
         },
     ]
-    m4 = cpu_claims.Point("mabt", 4, 256, "rule", 1.0, 10, ("views",), True)
+    m4 = claims_grid.Point("mabt", 4, 256, "rule", 1.0, 10, ("views",), True)
     # 10 epochs x 200,000 views x 1 ms + 10 x 30 s of evaluation
-    assert cpu_claims.estimate_minutes(m4, curves) == pytest.approx((2_000_000 * 1e-3 + 300) / 60)
-    vicreg = cpu_claims.Point("mavicreg", 2, 2048, "fixed", 1.0, 1, ("vicreg",), False)
-    assert cpu_claims.estimate_minutes(vicreg, curves) == pytest.approx((100_000 * 3e-3 + 30) / 60)
-    assert cpu_claims.estimate_minutes(m4, []) is None
+    assert clocks.estimate_minutes(m4, curves) == pytest.approx((2_000_000 * 1e-3 + 300) / 60)
+    vicreg = claims_grid.Point("mavicreg", 2, 2048, "fixed", 1.0, 1, ("vicreg",), False)
+    assert clocks.estimate_minutes(vicreg, curves) == pytest.approx((100_000 * 3e-3 + 30) / 60)
+    assert clocks.estimate_minutes(m4, []) is None
 
 
 def test_the_width_check_is_the_baselines_setting_at_twice_the_width(monkeypatch, tmp_path):
-    (check,) = [p for p in cpu_claims.grid() if "width" in p.parts]
-    (baseline,) = [p for p in cpu_claims.grid() if p.parts == ("projector", "views")]
+    (check,) = [p for p in claims_grid.grid(CPU) if "width" in p.parts]
+    (baseline,) = [p for p in claims_grid.grid(CPU) if p.parts == ("projector", "views")]
     assert (check.method, check.m, check.d, check.beta) == (baseline.method, baseline.m, baseline.d, baseline.beta)
-    assert check.width == 2 * cpu_claims.WIDTH and check.name(1).endswith("-w32")
-    assert cpu_claims.width_of(check.name(1)) == 32 and cpu_claims.width_of(baseline.name(1)) == 16
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    assert "backbone.kwargs.width=32" in cpu_claims.overrides(check, 1)[1]
-    assert "backbone.kwargs.width=16" in cpu_claims.overrides(baseline, 1)[1]
+    assert check.width == 2 * claims_grid.WIDTH and check.name(1).endswith("-w32")
+    assert claims_grid.width_of(check.name(1)) == 32 and claims_grid.width_of(baseline.name(1)) == 16
+    data_at(monkeypatch, tmp_path)
+    assert "backbone.kwargs.width=32" in claims_grid.overrides(CPU, check, 1)[1]
+    assert "backbone.kwargs.width=16" in claims_grid.overrides(CPU, baseline, 1)[1]
 
 
 def curve_row(run, epoch, views, seconds, cpu, eval_seconds=30):
@@ -614,12 +619,12 @@ def test_a_run_is_estimated_from_this_machines_own_epochs_where_it_has_any():
         curve_row("carried", 2, 200_000, 300, "S", eval_seconds=60),  # its second epoch: on S, 2 ms a view
         curve_row("carried", 3, 300_000, 500, "S", eval_seconds=60),
     ]
-    point = cpu_claims.Point("mabt", 2, 256, "rule", 1.0, 10, ("projector",), True)
-    slow = cpu_claims.estimate_minutes(point, curves, machine="S")
+    point = claims_grid.Point("mabt", 2, 256, "rule", 1.0, 10, ("projector",), True)
+    slow = clocks.estimate_minutes(point, curves, machine="S")
     assert slow == pytest.approx((1_000_000 * 2e-3 + 10 * 60) / 60)
-    fast = cpu_claims.estimate_minutes(point, curves, machine="F")  # the fast run, and the carried run's epoch 1
+    fast = clocks.estimate_minutes(point, curves, machine="F")  # the fast run, and the carried run's epoch 1
     assert fast == pytest.approx((1_000_000 * 1e-3 + 10 * 30) / 60)
-    anywhere = cpu_claims.estimate_minutes(point, curves, machine="new")  # no epoch here: every run, whole
+    anywhere = clocks.estimate_minutes(point, curves, machine="new")  # no epoch here: every run, whole
     assert anywhere == pytest.approx((1_000_000 * 500 / 300_000 + 10 * 60) / 60)  # the upper median of 1 and 1.67 ms
 
 
@@ -628,15 +633,15 @@ def test_the_list_gives_each_unfinished_runs_minutes_left_here_and_their_sum(sca
     from mvssl_plugin.runs import write_csv
 
     name = "mabt-m2-d256-rule-f1-e20-s1"
-    point, _ = cpu_claims.find_point(name)
+    point, _ = claims_grid.find_point(scale, name)
     assert point.epochs == 20 and point.m == 2
     rows = [curve_row(name, e, e * 100_000, e * 200, "S", eval_seconds=60) | {"knn_backbone": "40.0"} for e in (1, 2)]
-    cpu_claims.OUT.mkdir(parents=True)
-    write_csv(cpu_claims.CURVES, rows)
-    checkpoint = _checkpoint(cpu_claims.OUT / "runs" / name / "mabt" / "x" / "ep=2.ckpt")
+    scale.out.mkdir(parents=True)
+    write_csv(scale.curves, rows)
+    checkpoint = _checkpoint(scale.run_folder(name) / "mabt" / "x" / "ep=2.ckpt")
     (checkpoint.parent / "args.json").write_text("{}")
-    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "S")
-    cpu_claims.list_grid([1])
+    monkeypatch.setattr(runner, "cpu_description", lambda accelerator: "S")
+    runner.list_grid(scale, [1])
     out = capsys.readouterr().out
     (line,) = [row for row in out.splitlines() if row.startswith(f"| {name} |")]
     assert line.endswith("| epoch 2/20 | 40.0 | 78 |")  # 18 epochs x (100,000 views x 2 ms + 60 s)
@@ -648,16 +653,16 @@ def test_the_list_gives_each_unfinished_runs_minutes_left_here_and_their_sum(sca
 def test_a_wider_run_is_estimated_from_the_narrow_ones_by_its_width_squared():
     narrow = [{"run": "a", "method": "mabt", "d": "2048", "epoch": "1", "views_seen": "100000",
                "train_seconds": "100", "eval_seconds": "30"}]  # fmt: skip
-    wide = cpu_claims.Point("mabt", 2, 2048, "fixed", 1.0, 1, ("width",), False, width=32)
-    assert cpu_claims.estimate_minutes(wide, narrow) == pytest.approx(4 * (100_000 * 1e-3 * 1.0 + 30) / 60)
+    wide = claims_grid.Point("mabt", 2, 2048, "fixed", 1.0, 1, ("width",), False, width=32)
+    assert clocks.estimate_minutes(wide, narrow) == pytest.approx(4 * (100_000 * 1e-3 * 1.0 + 30) / 60)
 
 
 def test_the_width_is_compared_at_equal_training_seconds():
     narrow = [{"run": "n", "epoch": e, "train_seconds": 100 * e, "knn_backbone": 30 + e} for e in (1, 2, 3, 4)]
     wide = [{"run": "w", "epoch": e, "train_seconds": 250 * e, "knn_backbone": 31 + e} for e in (1, 2)]
-    assert cpu_claims_report.knn_at(narrow, 250) == pytest.approx(32.5)
-    assert cpu_claims_report.knn_at(narrow, 50) is None and cpu_claims_report.knn_at(narrow, 450) is None
-    lines = cpu_claims_report.width_section(narrow + wide, [("w", "n")])
+    assert claims_report.knn_at(narrow, 250) == pytest.approx(32.5)
+    assert claims_report.knn_at(narrow, 50) is None and claims_report.knn_at(narrow, 450) is None
+    lines = claims_report.width_section(narrow + wide, [("w", "n")])
     assert "| w | 1 | 250 | 32 | 32.50 |" in lines
     assert "| w | 2 | 500 | 33 | not reached yet |" in lines  # the narrow curve ends at 400 s
     assert any("at 250 s: 32.00 vs 32.50%: the grid's width learns more" in line for line in lines)
@@ -665,19 +670,19 @@ def test_the_width_is_compared_at_equal_training_seconds():
     # at measured step rates (s per view) the clocks are views x rate: the wide one 3x the narrow
     for r in narrow + wide:
         r["views_seen"] = 100_000 * r["epoch"]
-    lines = cpu_claims_report.width_section(narrow + wide, [("w", "n")], {"n": 1e-3, "w": 3e-3})
+    lines = claims_report.width_section(narrow + wide, [("w", "n")], {"n": 1e-3, "w": 3e-3})
     assert "| w | 1 | 300 | 32 | 33.00 |" in lines  # narrow at 300 s: epoch 3, kNN 33
     assert any("at the step times measured side by side" in line for line in lines)
 
 
 def test_an_unfinished_seed_shows_where_it_stands():
     results, curves = rows("mabt", 2, 2048, "fixed", 1.0, 20, (50.0, 52.0))
-    grid = cpu_claims_report.Grid(results[:1], curves)  # seed 2 still running (all its epochs logged)
+    grid = claims_report.Grid(results[:1], curves)  # seed 2 still running (all its epochs logged)
     key = ("mabt", 2, 2048, "fixed", 1.0, 20)
     assert grid.unfinished(key) == [(2, 20, 52.0)]
-    cell = cpu_claims_report._cell(*grid.accuracy(key), grid.unfinished(key))
+    cell = claims_report._cell(*grid.accuracy(key), grid.unfinished(key))
     assert cell == "50.0 (1 seed); seed 2 unfinished: 52.0 at epoch 20"
-    assert cpu_claims_report._cell(None, None, 0) == "not run yet"
+    assert claims_report._cell(None, None, 0) == "not run yet"
 
 
 def step_row(method, m, d, s_per_step, width=16):
@@ -689,19 +694,19 @@ def test_time_to_the_baseline_comes_from_the_measured_step_rates():
     grid = grid_of((*base, (50.0,)), (*four, (60.0,)))
     # 4 views first reach 50% at epoch 9: 1.8M views, 0.9x the baseline's 2M
     steps = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]  # 4 views: 0.75x per view
-    lines = cpu_claims_report.reach_section(grid, base, [base, four], steps)
+    lines = claims_report.reach_section(grid, base, [base, four], steps)
     assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,055 | 0.68 |" in lines
     assert (
         "- mabt m=4 d=256 rule: holds so far: 0.68x the baseline's time, 0.90x its views (1 seed; the baseline 1)"
         in lines
     )
     two = grid_of((*base, (50.0, 50.0)), (*four, (60.0, 60.0)))  # a verdict without "so far" needs 2 seeds a side
-    lines = cpu_claims_report.reach_section(two, base, [base, four], steps)
+    lines = claims_report.reach_section(two, base, [base, four], steps)
     assert "- mabt m=4 d=256 rule: holds: 0.68x the baseline's time, 0.90x its views (2 seeds; the baseline 2)" in lines
     slow = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.5)]  # 1.25x per view
-    lines = cpu_claims_report.reach_section(grid, base, [base, four], slow)
+    lines = claims_report.reach_section(grid, base, [base, four], slow)
     assert any(line.startswith("- mabt m=4 d=256 rule: does not hold so far: 1.12x") for line in lines)
-    lines = cpu_claims_report.reach_section(grid, base, [base, four], [])
+    lines = claims_report.reach_section(grid, base, [base, four], [])
     assert any("0.90x the baseline's; time not measured" in line for line in lines)
 
 
@@ -712,7 +717,7 @@ def test_each_machines_step_rates_give_their_own_time_and_the_verdict_needs_all_
     grid = grid_of((*base, (50.0,)), (*four, (60.0,)))
     a = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]
     b = [{**r, "cpu": "b"} for r in (step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.5))]
-    lines = cpu_claims_report.reach_section(grid, base, [base, four], a + b)
+    lines = claims_report.reach_section(grid, base, [base, four], a + b)
     assert (
         "| run | views | x baseline's views | s at the step rate of c | x baseline's time: c | x baseline's time: b |"
         in lines
@@ -725,10 +730,10 @@ def test_each_machines_step_rates_give_their_own_time_and_the_verdict_needs_all_
     assert (
         "(step times measured d, c; step times measured d, b: `python benchmarks/cpu_claims.py --step-times`.)" in lines
     )
-    lines = cpu_claims_report.reach_section(grid, base, [base, four], b + a)  # the file's order sets the first
+    lines = claims_report.reach_section(grid, base, [base, four], b + a)  # the file's order sets the first
     assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,758 | 1.12 | 0.68 |" in lines
     fast = [{**r, "cpu": "b"} for r in (step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.4))]
-    lines = cpu_claims_report.reach_section(grid, base, [base, four], a + fast)
+    lines = claims_report.reach_section(grid, base, [base, four], a + fast)
     assert any(
         line.startswith("- mabt m=4 d=256 rule: holds so far: 0.68x (c), 0.90x (b) the baseline's time")
         for line in lines
@@ -743,28 +748,28 @@ def test_a_seed_still_running_below_the_baseline_leaves_the_verdict_to_the_finis
     results, curves = rows(*base, (50.0,))
     r4, c4 = rows(*four, (60.0, 60.0))
     running = [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 5]  # seed 2: 30% at epoch 5
-    grid = cpu_claims_report.Grid(results + r4[:1], curves + running)
+    grid = claims_report.Grid(results + r4[:1], curves + running)
     assert grid.pending(four, 50.0) == [(2, 5, 30.0)]
     assert grid.reach(four, 50.0) == 1_800_000
-    lines = cpu_claims_report.reach_section(grid, base, [base, four], steps)
+    lines = claims_report.reach_section(grid, base, [base, four], steps)
     assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,055 | 0.68 |" in lines
     assert (
         "- mabt m=4 d=256 rule: holds so far: 0.68x the baseline's time, 0.90x its views"
         " (1 seed; the baseline 1; seed 2 unfinished: 30.0% at epoch 5)"
     ) in lines
     # once seed 2 reaches the baseline, unfinished or not, it counts
-    grid = cpu_claims_report.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 9])
+    grid = claims_report.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 9])
     assert grid.pending(four, 50.0) == []
-    assert cpu_claims_report.views_verdict(grid, base, four, steps).endswith("(2 seeds; the baseline 1)")
+    assert claims_report.views_verdict(grid, base, four, steps).endswith("(2 seeds; the baseline 1)")
     # a finished seed that never reached it is judged short, the running seed named
     r4, c4 = rows(*four, (45.0, 60.0))
-    grid = cpu_claims_report.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 5])
-    text = cpu_claims_report.views_verdict(grid, base, four, steps)
+    grid = claims_report.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 5])
+    text = claims_report.views_verdict(grid, base, four, steps)
     assert text.startswith("inconclusive so far: ends at 45.0% (-5.0 against the baseline's 50.0%)"), text
     assert text.endswith("; seed 2 unfinished: 30.0% at epoch 5"), text
     # no seed finished, none at the baseline yet
-    grid = cpu_claims_report.Grid(results, curves + [r for r in c4 if r["epoch"] <= 5])
-    assert cpu_claims_report.views_verdict(grid, base, four, steps) == "inconclusive: not finished, not at 50.0% yet"
+    grid = claims_report.Grid(results, curves + [r for r in c4 if r["epoch"] <= 5])
+    assert claims_report.views_verdict(grid, base, four, steps) == "inconclusive: not finished, not at 50.0% yet"
 
 
 def test_the_baselines_time_is_its_whole_run_when_a_seed_ends_below_the_seeds_mean():
@@ -774,7 +779,7 @@ def test_the_baselines_time_is_its_whole_run_when_a_seed_ends_below_the_seeds_me
     base, four = ("mabt", 2, 2048, "fixed", 1.0, 20), ("mabt", 4, 256, "rule", 1.0, 10)
     grid = grid_of((*base, (50.0, 52.0)), (*four, (60.0,)))
     steps = [step_row("mabt", 2, 2048, 0.2), step_row("mabt", 4, 256, 0.3)]
-    lines = cpu_claims_report.reach_section(grid, base, [base, four], steps)
+    lines = claims_report.reach_section(grid, base, [base, four], steps)
     assert "| mabt m=2 d=2048 fixed | 2,000,000 | 1.00 | 1,562 | 1.00 |" in lines
     assert "| mabt m=4 d=256 rule | 1,800,000 | 0.90 | 1,055 | 0.68 |" in lines
     verdict = "- mabt m=4 d=256 rule: holds so far: 0.68x the baseline's time, 0.90x its views (1 seed; the baseline 2)"
@@ -806,11 +811,11 @@ def test_a_setting_short_of_the_baseline_fails_the_claim_only_beyond_the_seeds_s
     ]
     for base_knn, four_knn, expected in cases:
         grid = grid_of((*base, base_knn), (*four, four_knn))
-        assert f"- mabt m=4 d=256 rule: {expected}" in cpu_claims_report.reach_section(grid, base, [base, four], steps)
+        assert f"- mabt m=4 d=256 rule: {expected}" in claims_report.reach_section(grid, base, [base, four], steps)
     results, curves = rows(*four, (40.0,))
-    running = cpu_claims_report.Grid(rows(*base, (50.0,))[0], rows(*base, (50.0,))[1] + curves[:3])
+    running = claims_report.Grid(rows(*base, (50.0,))[0], rows(*base, (50.0,))[1] + curves[:3])
     eight = ("mabt", 8, 256, "rule", 1.0, 5)
-    lines = cpu_claims_report.reach_section(running, base, [base, four, eight], [])
+    lines = claims_report.reach_section(running, base, [base, four, eight], [])
     assert "- mabt m=4 d=256 rule: inconclusive: not finished, not at 50.0% yet" in lines
     assert "| mabt m=4 d=256 rule | not reached | | | |" in lines
     assert "| mabt m=8 d=256 rule | not run yet | | | |" in lines
@@ -822,10 +827,10 @@ def test_every_step_of_the_grid_is_timed_once_with_its_own_setting(scale, monkey
     at either scale (composing needs no GPU)."""
     from mvssl_plugin.cli.config_name import compose_recipe
 
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    settings = cpu_claims.step_settings()
+    data_at(monkeypatch, tmp_path)
+    settings = claims_grid.step_settings(scale)
     keys = [(p.method, p.m, p.d, p.width) for p, _, _ in settings]
-    assert len(keys) == len(set(keys)) == len({(p.method, p.m, p.d, p.width) for p in cpu_claims.grid()})
+    assert len(keys) == len(set(keys)) == len({(p.method, p.m, p.d, p.width) for p in claims_grid.grid(scale)})
     for point, recipe, extra in settings:
         assert not any(o.startswith(("checkpoint.dir", "data.fraction", "max_epochs")) for o in extra)
         cfg = compose_recipe(recipe, "pretrain", extra)
@@ -839,8 +844,6 @@ def test_every_step_of_the_grid_is_timed_once_with_its_own_setting(scale, monkey
 
 
 def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_path):
-    import step_clock
-
     calls = []
 
     def fake_run_setting(overrides, steps, out, profile, recipe="mabt_cifar_cpu.yaml"):
@@ -848,11 +851,11 @@ def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_
         calls.append(m)
         return [0.1 * m, 0.1 * m + 0.01 * len(calls), 0.1 * m]
 
-    monkeypatch.setattr(step_clock, "run_setting", fake_run_setting)
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    monkeypatch.setattr(cpu_claims, "STEP_TIMES", tmp_path / "step_times.csv")
-    rows_ = cpu_claims.measure_step_times(rounds=2, steps=3)
-    n = len(cpu_claims.step_settings())
+    monkeypatch.setattr(clocks, "run_setting", fake_run_setting)
+    data_at(monkeypatch, tmp_path)
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    rows_ = clocks.measure_step_times(scale, rounds=2, steps=3)
+    n = len(claims_grid.step_settings(scale))
     assert calls[:n] == calls[n:] and len(calls) == 2 * n  # every setting once per round, in the same order
     four = next(r for r in rows_ if (r["method"], r["m"], r["d"]) == ("mabt", 4, 256))
     assert four["s_per_step"] == pytest.approx(0.4) and four["views_per_s"] == pytest.approx(128 * 4 / 0.4, abs=0.1)
@@ -865,19 +868,17 @@ def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_
 def test_step_times_replace_this_machines_rows_and_keep_another_machines(monkeypatch, tmp_path):
     """The wall-clock ratios depend on the CPU: a second machine's measurement is added beside
     the first's, and measuring again replaces only one's own rows, in place."""
-    import step_clock
-
     from mvssl_plugin.runs import read_csv, write_csv
 
-    monkeypatch.setattr(step_clock, "run_setting", lambda overrides, steps, out, profile, recipe="": [0.5] * steps)
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    monkeypatch.setattr(cpu_claims, "STEP_TIMES", tmp_path / "step_times.csv")
-    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "here")
+    monkeypatch.setattr(clocks, "run_setting", lambda overrides, steps, out, profile, recipe="": [0.5] * steps)
+    data_at(monkeypatch, tmp_path)
+    scale = claims_grid.scale_named("cpu", tmp_path)
+    monkeypatch.setattr(clocks, "cpu_description", lambda accelerator: "here")
     first = {**step_row("mabt", 2, 2048, 0.2), "cpu": "first"}
     write_csv(tmp_path / "step_times.csv", [first, {**step_row("mabt", 2, 2048, 9.0), "cpu": "here"}])
-    cpu_claims.measure_step_times(rounds=1, steps=2)
+    clocks.measure_step_times(scale, rounds=1, steps=2)
     saved = read_csv(tmp_path / "step_times.csv")
-    n = len(cpu_claims.step_settings())
+    n = len(claims_grid.step_settings(scale))
     assert [r["cpu"] for r in saved] == ["first"] + ["here"] * n  # the first machine stays first
     assert float(saved[0]["s_per_step"]) == 0.2 and {float(r["s_per_step"]) for r in saved[1:]} == {0.5}
 
@@ -886,17 +887,17 @@ def test_an_estimate_scales_another_settings_run_by_the_measured_step_times():
     """Width 32 measured 2.0x the width-16 step, not the 4x the width squared would say."""
     narrow = [{"run": "a", "method": "mabt", "m": "2", "d": "2048", "epoch": "1", "views_seen": "100000",
                "train_seconds": "100", "eval_seconds": "30"}]  # fmt: skip
-    wide = cpu_claims.Point("mabt", 2, 2048, "fixed", 1.0, 1, ("width",), False, width=32)
+    wide = claims_grid.Point("mabt", 2, 2048, "fixed", 1.0, 1, ("width",), False, width=32)
     steps = [step_row("mabt", 2, 2048, 0.4), step_row("mabt", 2, 2048, 0.8, width=32)]
-    assert cpu_claims.estimate_minutes(wide, narrow, steps) == pytest.approx(2 * (100 + 30) / 60)
-    four = cpu_claims.Point("mabt", 4, 256, "rule", 1.0, 1, ("views",), True)
+    assert clocks.estimate_minutes(wide, narrow, steps) == pytest.approx(2 * (100 + 30) / 60)
+    four = claims_grid.Point("mabt", 4, 256, "rule", 1.0, 1, ("views",), True)
     steps.append(step_row("mabt", 4, 256, 0.4))  # per view: 0.4 / 512 against 0.4 / 256
     # 200,000 views at half the baseline's 1 ms; the same evaluation (same width)
-    assert cpu_claims.estimate_minutes(four, narrow, steps) == pytest.approx((200_000 * 0.5e-3 + 30) / 60)
+    assert clocks.estimate_minutes(four, narrow, steps) == pytest.approx((200_000 * 0.5e-3 + 30) / 60)
     # another machine where 4 views cost as much per view as the baseline: this machine's ratio counts
     other = [{**r, "cpu": "other"} for r in (step_row("mabt", 2, 2048, 0.4), step_row("mabt", 4, 256, 0.8))]
-    assert cpu_claims.estimate_minutes(four, narrow, steps + other, "other") == pytest.approx((200_000e-3 + 30) / 60)
-    assert cpu_claims.estimate_minutes(four, narrow, steps + other, "c") == pytest.approx((200_000 * 0.5e-3 + 30) / 60)
+    assert clocks.estimate_minutes(four, narrow, steps + other, "other") == pytest.approx((200_000e-3 + 30) / 60)
+    assert clocks.estimate_minutes(four, narrow, steps + other, "c") == pytest.approx((200_000 * 0.5e-3 + 30) / 60)
 
 
 @pytest.mark.parametrize(
@@ -910,19 +911,19 @@ def test_an_estimate_scales_another_settings_run_by_the_measured_step_times():
 def test_an_equal_accuracy_claim_holds_unless_below_beyond_the_spread(fewer_images, expected):
     full, half = ("mabt", 2, 256, "rule", 1.0, 20), ("mabt", 4, 256, "rule", 0.5, 20)
     grid = grid_of((*full, (50.0, 49.0)), (*half, fewer_images))
-    assert cpu_claims_report.verdict(grid, half, full, "4 x 50%", matches=True).startswith(expected)
+    assert claims_report.verdict(grid, half, full, "4 x 50%", matches=True).startswith(expected)
 
 
 def test_the_readme_claims_table_is_the_one_the_committed_csvs_make():
     """The README cannot drift from results.csv: `--report` writes the table between markers."""
     from mvssl_plugin.runs import read_csv
 
-    grid = cpu_claims_report.Grid(read_csv(cpu_claims.RESULTS), read_csv(cpu_claims.CURVES))
-    table = cpu_claims_report.claims_table(grid, read_csv(cpu_claims.STEP_TIMES), cpu_claims.BASE_EPOCHS)
+    grid = claims_report.Grid(read_csv(CPU.results), read_csv(CPU.curves))
+    table = claims_report.claims_table(grid, read_csv(CPU.step_times), claims_grid.BASE_EPOCHS)
     readme = (REPO / "README.md").read_text()
-    assert cpu_claims_report.replace_block(readme, table) == readme, "run: python benchmarks/cpu_claims.py --report"
+    assert claims_report.replace_block(readme, table) == readme, "run: python benchmarks/cpu_claims.py --report"
     with pytest.raises(SystemExit, match="no cpu-claims markers"):
-        cpu_claims_report.replace_block("# a README without the table", table)
+        claims_report.replace_block("# a README without the table", table)
 
 
 def test_each_setting_is_set_against_the_baseline_after_the_same_seconds():
@@ -930,37 +931,34 @@ def test_each_setting_is_set_against_the_baseline_after_the_same_seconds():
     grid = grid_of((*base, (50.0,)), (*four, (40.0,)))
     # 4 views: 2M views at 0.5 ms = 1,000 s; the baseline at 1 ms/view has 1M views then: epoch 10, 25%
     steps = [step_row("mabt", 2, 2048, 0.256), step_row("mabt", 4, 256, 0.256)]
-    lines = cpu_claims_report.equal_seconds_table(grid, base, [base, four], steps)
+    lines = claims_report.equal_seconds_table(grid, base, [base, four], steps)
     assert "| mabt m=4 d=256 rule | 10 | 1,000 | 40.00 | 25.00 |" in lines
-    assert cpu_claims_report.equal_seconds_table(grid, base, [base, four], []) == []
+    assert claims_report.equal_seconds_table(grid, base, [base, four], []) == []
     # a setting that runs past the baseline's seconds is set against it at its last epoch within them:
     # 4 views at 0.75 ms / view for 20 epochs (3,000 s); the baseline ends at 2,000 s; epoch 13 is at 1,950 s
     longer = ("mabt", 4, 256, "rule", 1.0, 20)
     grid = grid_of((*base, (50.0,)), (*longer, (40.0,)))
     steps = [step_row("mabt", 2, 2048, 0.256), step_row("mabt", 4, 256, 0.384)]
-    lines = cpu_claims_report.equal_seconds_table(grid, base, [base, longer], steps)
+    lines = claims_report.equal_seconds_table(grid, base, [base, longer], steps)
     assert "| mabt m=4 d=256 rule | 13 | 1,950 | 26.00 | 48.75 |" in lines
 
 
 @pytest.mark.parametrize("scale", ["gpu"], indirect=True)
 def test_the_gpu_scale_is_the_same_grid_at_resnet18_width(scale, monkeypatch, tmp_path):
-    gpu = cpu_claims.grid()
-    cpu_claims.use_scale("cpu")
-    cpu = [p for p in cpu_claims.grid() if not {"precision", "width"} & set(p.parts)]  # questions about a CPU
+    gpu = claims_grid.grid(scale)
+    cpu = [p for p in claims_grid.grid(CPU) if not {"precision", "width"} & set(p.parts)]  # questions about a CPU
     cpu_names = [p.name(1) for p in cpu]
-    cpu_claims.use_scale("gpu", tmp_path / "gpu_claims")
 
     def setting(p):
         return (p.method, p.m, p.d, p.beta, p.fraction, p.epochs, p.parts, p.deciding)
 
     assert [setting(p) for p in gpu] == [setting(p) for p in cpu]
     assert {p.width for p in gpu} == {64} and [p.name(1) for p in gpu] == cpu_names  # no -w64 in the names
-    monkeypatch.setattr(cpu_claims, "cifar_root", lambda: tmp_path)
-    _, extra = cpu_claims.overrides(gpu[0], 1)
+    data_at(monkeypatch, tmp_path)
+    _, extra = claims_grid.overrides(scale, gpu[0], 1)
     assert {"accelerator=gpu", "precision=bf16-mixed", "backbone.kwargs.width=64"} <= set(extra)
     assert f"checkpoint.dir={(tmp_path / 'gpu_claims').resolve() / 'runs' / gpu[0].name(1)}" in extra
-    cpu_claims.use_scale("cpu")
-    _, extra = cpu_claims.overrides(cpu[0], 1)
+    _, extra = claims_grid.overrides(CPU, cpu[0], 1)
     assert {"accelerator=cpu", "precision=auto", "backbone.kwargs.width=16"} <= set(extra)
 
 
@@ -968,8 +966,8 @@ def test_the_gpu_scale_is_the_same_grid_at_resnet18_width(scale, monkeypatch, tm
 def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(scale, monkeypatch, tmp_path):
     from mvssl_plugin.runs import write_csv
 
-    results, curves = rows("mabt", 2, 2048, "fixed", 1.0, cpu_claims.BASE_EPOCHS, (60.0,))
-    four = rows("mabt", 4, 256, "rule", 1.0, cpu_claims.BASE_EPOCHS, (70.0,))
+    results, curves = rows("mabt", 2, 2048, "fixed", 1.0, claims_grid.BASE_EPOCHS, (60.0,))
+    four = rows("mabt", 4, 256, "rule", 1.0, claims_grid.BASE_EPOCHS, (70.0,))
     out = tmp_path / "gpu_claims"
     out.mkdir()
     write_csv(out / "results.csv", results + four[0])
@@ -1011,20 +1009,20 @@ def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed
             return 130
 
     # both would start processes (git; torch's first import asks ldconfig) through the fake Popen
-    monkeypatch.setattr(cpu_claims, "commit", lambda: "abc1234")
-    monkeypatch.setattr(cpu_claims, "cpu_description", lambda: "G")
-    monkeypatch.setattr(cpu_claims.subprocess, "Popen", Child)
-    monkeypatch.setattr(cpu_claims, "estimate_minutes", lambda *args: None)
+    monkeypatch.setattr(runner, "commit", lambda: "abc1234")
+    monkeypatch.setattr(runner, "cpu_description", lambda accelerator: "G")
+    monkeypatch.setattr(runner.subprocess, "Popen", Child)
+    monkeypatch.setattr(runner, "estimate_minutes", lambda *args: None)
     # started from a background shell, which leaves SIGINT ignored: the harness takes it back
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with pytest.raises(SystemExit) as stopped:
-            cpu_claims.run_grid(100, (1,), None, None)
+            runner.run_grid(scale, claims_grid.schedule(scale, (1,)), SCRIPT, 100)
     finally:
         signal.signal(signal.SIGINT, previous)
     assert stopped.value.code == 130 and Child.waited
     assert Child.handler is signal.default_int_handler
-    first = cpu_claims.grid()[0].name(1)
+    first = claims_grid.grid(scale)[0].name(1)
     log = (tmp_path / "gpu_claims" / "logs" / f"{first}.log").read_text()
     assert f"--run {first} --scale gpu --results {(tmp_path / 'gpu_claims').resolve()}" in log
 
@@ -1032,7 +1030,7 @@ def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed
 def test_the_seconds_panel_uses_the_measured_step_rates_where_there_are_some():
     key = ("mabt", 4, 256, "rule", 1.0, 10)
     _, curves = rows(*key, (50.0,))
-    seconds, measured = cpu_claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 4, 256, 0.256)])
+    seconds, measured = claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 4, 256, 0.256)])
     assert measured and seconds == pytest.approx([200_000 * 0.0005, 400_000 * 0.0005])  # 0.256 s / (128 x 4)
-    seconds, measured = cpu_claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 2, 256, 0.256)])
+    seconds, measured = claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 2, 256, 0.256)])
     assert not measured and seconds == [float(r["train_seconds"]) for r in curves[:2]]

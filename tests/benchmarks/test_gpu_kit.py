@@ -15,17 +15,15 @@ import sysconfig
 import tarfile
 from pathlib import Path
 
+import bench_pairs
+import collect
+import pack
 import pytest
+import runner
 from helpers import REPO, make_image_folder
 
 KIT = REPO / "benchmarks" / "gpu"
 SOLO = REPO.parent / "shared" / "solo-learn"  # the snapshot solo-learn is installed from
-sys.path.insert(0, str(KIT))
-
-import bench_pairs  # noqa: E402
-import collect  # noqa: E402
-import pack  # noqa: E402
-import runner  # noqa: E402
 
 
 def run_runner(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
@@ -183,7 +181,7 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
             assert (REPO / tokens[0]).is_file(), (path.name, name)  # the runner runs <repo>/<script>.py
             if tokens[0] == "benchmarks/kill_resume.py":  # makes its own data and folders
                 continue
-            if tokens[0] == "benchmarks/gpu/bench_pairs.py":  # its own recipes; its rows into the run's folder
+            if tokens[0] == "benchmarks/bench_pairs.py":  # its own recipes; its rows into the run's folder
                 assert "--csv" in tokens and tokens[tokens.index("--csv") + 1].startswith("{out}/"), (path.name, name)
                 continue
             if tokens[0] in ("benchmarks/cpu_claims.py", "benchmarks/speedrun.py"):  # their CSVs in a run folder

@@ -4,18 +4,17 @@ CSV rows (the runs themselves take CPU-hours)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+import speedrun
+import speedrun_report as report
 import torch
-from helpers import REPO, run_entry
+from claims import grid, runner
+from helpers import run_entry
+from speedrun_report import StepTime
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import cpu_claims  # noqa: E402
-import speedrun  # noqa: E402
-import speedrun_report as report  # noqa: E402
-from speedrun_report import StepTime  # noqa: E402
+CPU = grid.SCALES["cpu"]
 
 
 def _curve(run: str, knn: list, steps_per_epoch: int = 390) -> list:
@@ -96,26 +95,26 @@ def test_step_times_are_measured_then_the_grids_step_then_the_baseline_ratio():
 
 
 def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
-    names = [p.name(s) for p, s in speedrun.plan()]
+    names = [p.name(s) for p, s in speedrun.plan(CPU)]
     assert len(names) == len(set(names))
-    for point, seed in speedrun.plan():
-        assert speedrun.find(point.name(seed)) == (point, seed)
+    for point, seed in speedrun.plan(CPU):
+        assert speedrun.find(CPU, point.name(seed)) == (point, seed)
         assert speedrun.setting_of(point.name(seed)) == point.tag
     assert {t for lever in speedrun.LEVERS for t in (lever.changed, lever.reference)} <= set(speedrun.SETTINGS)
     # a speedrun setting never goes on from a shorter run (a lever's schedule depends on max_epochs)
-    assert cpu_claims.prefix_run(speedrun.SETTINGS["recipe"].point(18), 1) is None
+    assert runner.prefix_run(CPU, speedrun.SETTINGS["recipe"].point(18), 1) is None
 
 
 def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs(tiny_cifar, monkeypatch):
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))  # the overrides name the data
-    recipe, extra = cpu_claims.overrides(speedrun.SETTINGS["cos-lr2e-3"].point(3), 1)
+    recipe, extra = grid.overrides(CPU, speedrun.SETTINGS["cos-lr2e-3"].point(3), 1)
     assert recipe == "speedrun_cpu.yaml" and "scheduler.name=warmup_cosine" in extra
     assert extra.count("optimizer.lr=2e-3") == 1 and "++scheduler.warmup_epochs=0.3" in extra
     assert "max_epochs=3" in extra
-    _, peer = cpu_claims.overrides(speedrun.SETTINGS["peer"].point(20), 1)
+    _, peer = grid.overrides(CPU, speedrun.SETTINGS["peer"].point(20), 1)
     assert [o for o in peer if o.startswith("method_kwargs.lamb")] == ["method_kwargs.lamb=0.0051"]
     assert "method=barlow_twins" in peer and "++scheduler.warmup_epochs=0.2" in peer
-    _, const = cpu_claims.overrides(speedrun.SETTINGS["recipe"].point(3), 1)
+    _, const = grid.overrides(CPU, speedrun.SETTINGS["recipe"].point(3), 1)
     assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
 
@@ -128,9 +127,9 @@ def test_a_setting_trains_through_main_pretrain_and_its_schedule_ends_at_the_bud
     the warm-up-cosine schedule solo-learn builds from max_epochs has taken all 6 steps and ends
     at lr 0, with the warm-up fitted to the run's epochs (the levers' 10%; the peer's 1%)."""
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
-    recipe, extra = cpu_claims.overrides(speedrun.SETTINGS[tag].point(2), 1)
+    recipe, extra = grid.overrides(CPU, speedrun.SETTINGS[tag].point(2), 1)
     tiny = {"checkpoint.dir": str(tmp_path), "optimizer.batch_size": "8", "backbone.kwargs.width": "8"}
-    extra = [o for o in extra if cpu_claims.override_key(o) not in tiny] + [f"{k}={v}" for k, v in tiny.items()]
+    extra = [o for o in extra if grid.override_key(o) not in tiny] + [f"{k}={v}" for k, v in tiny.items()]
     result = run_entry("main_pretrain.py", ["--config-name", recipe, *extra], cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     (ckpt,) = tmp_path.rglob("*ep=1.ckpt")

@@ -1,7 +1,7 @@
 """The GPU pairs' step timings: each pair's two settings alternate within every round, so
 both see the same machine, and the verdict is their ratio against the pair's target.
 
-    python benchmarks/gpu/bench_pairs.py --data <cifar10> --csv pairs.csv --set accelerator=gpu precision=bf16-mixed
+    python benchmarks/bench_pairs.py --data <cifar10> --csv pairs.csv --set accelerator=gpu precision=bf16-mixed
 
 | pair | A | B | target |
 |---|---|---|---|
@@ -22,15 +22,13 @@ import argparse
 import csv
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-sys.path.insert(0, str(REPO))
+from claims.clocks import commit
+from step_clock import run_setting
 
 #: name: (recipe, A's overrides, B's overrides, whether B takes a fixed batch, max A / B, what it checks)
 PAIRS: Dict[str, tuple] = {
@@ -55,16 +53,8 @@ def device_name() -> str:
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)"
 
 
-def commit() -> str:
-    from pack import repo_commit  # benchmarks/gpu, beside this script
-
-    return repo_commit(REPO)
-
-
 def time_pair(name: str, common: List[str], fmt: str, steps: int, rounds: int, fraction: float, out: Path) -> dict:
     """Both settings of one pair, alternating within each round; the medians and the verdict."""
-    from step_clock import run_setting
-
     recipe, a, b, fixed, target, check = PAIRS[name]
     a, b = a + [f"data.format={fmt}"] + common, b + [f"data.format={fmt}"] + common
     times: Dict[str, List[float]] = {"a": [], "b": []}

@@ -11,18 +11,23 @@ where the gap is not below minus that spread; the views claim is decided in time
 to reach the baseline's final kNN at the step times measured side by side, on every machine
 that measured them (the ratios differ by CPU).
 
-Pure: rows in, text and plots out; ``cpu_claims.py`` reads the CSVs and calls it (this
-module imports nothing of it).
+Rows in, text and plots out (:func:`write_report`); :func:`report` reads a scale's CSVs for it.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from paper import PAPER
+
+from mvssl_plugin.runs import read_csv
+
+from .clocks import seconds_per_view, step_times_by_machine
+from .grid import BASE_EPOCHS, Scale, schedule
 
 Key = Tuple[str, int, int, str, float, int]  # method, m, d, beta, fraction, epochs
 
@@ -133,29 +138,6 @@ def verdict(grid: Grid, better: Key, worse: Key, claim: str, matches: bool = Fal
     if abs(gap) <= noise:
         return f"inconclusive: {gap:+.1f} points, within the seeds' spread of {noise:.1f} ({claim})"
     return f"{'holds' if gap > 0 else 'does not hold'}: {gap:+.1f} points, seeds' spread {noise:.1f} ({claim})"
-
-
-def step_times_by_machine(step_times: Sequence[dict]) -> Dict[str, List[dict]]:
-    """``step_times.csv``'s rows by the machine that measured them (its ``cpu`` column), in the
-    file's order. Which step is cheaper per view depends on the CPU, so every machine gets its
-    own time ratio in a verdict; seconds in tables and plots are the first machine's."""
-    out: Dict[str, List[dict]] = {}
-    for row in step_times:
-        out.setdefault(row.get("cpu") or "?", []).append(row)
-    return out
-
-
-def seconds_per_view(
-    step_times: Sequence[dict], method: str, m: int, d: int, width: Optional[int] = None
-) -> Optional[float]:
-    """Seconds one view of this training step takes (batch 128) on the first machine of
-    ``step_times``; of any width when ``width`` is None (the report's rows have the grid's
-    width only); None where it was not measured."""
-    rows = next(iter(step_times_by_machine(step_times).values()), [])
-    for row in rows:
-        if (row["method"], int(row["m"]), int(row["d"])) == (method, m, d) and width in (None, int(row["width"])):
-            return float(row["s_per_step"]) / (128 * m)
-    return None
 
 
 def time_ratios(
@@ -531,7 +513,7 @@ def width_section(
     return lines + [""] + verdicts + ([""] if verdicts else [])
 
 
-#: the projector claim's output dimensions (the grid in ``cpu_claims.grid``)
+#: the projector claim's output dimensions (the grid in ``claims.grid.grid``)
 PROJECTOR_DS = (64, 256, 2048)
 
 
@@ -627,3 +609,21 @@ def write_report(
     path = out / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def report(scale: Scale, readme: Optional[Path] = None) -> Path:
+    """summary.md, the plots and (with ``readme``) the README's claims table from ``scale``'s CSVs."""
+    step_times = read_csv(scale.step_times)
+    pairs, rates = [], {}
+    for point, seed in schedule(scale, (1, 2)):
+        if "width" not in point.parts:
+            continue
+        narrow = replace(point, width=scale.width, epochs=BASE_EPOCHS)
+        pairs.append((point.name(seed), narrow.name(seed)))
+        for p in (point, narrow):
+            rate = seconds_per_view(step_times, p.method, p.m, p.d, p.width)
+            if rate is not None:
+                rates[p.name(seed)] = rate
+    results, curves = read_csv(scale.results), read_csv(scale.curves)
+    grid_steps = [r for r in step_times if int(r["width"]) == scale.width]  # the claims' rows: the grid's width
+    return write_report(scale.out, results, curves, grid_steps, BASE_EPOCHS, pairs, rates, readme, scale.setting)

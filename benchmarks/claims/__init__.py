@@ -1,0 +1,15 @@
+"""The claims harness: the grid of runs that decide the paper's claims on CIFAR-10, and the
+machinery that runs it in resumable pieces (``benchmarks/cpu_claims.py`` is its command line;
+``benchmarks/speedrun.py`` runs its own plan with it).
+
+One module per concern, imports pointing down this list:
+
+- :mod:`claims.grid`: what a run is: the scale (width, accelerator, results folder), the grid's
+  points, their order, and each run's recipe and Hydra overrides;
+- :mod:`claims.clocks`: what a run's time is: pauses, the harness's active clock, ``--until``,
+  the machine and commit a row names, step times measured side by side, estimates of a run's
+  minutes;
+- :mod:`claims.report`: what the CSVs say: verdicts, tables and plots (rows in, text out);
+- :mod:`claims.runner`: running the grid: the child process and its per-epoch evaluation,
+  resume, going on from a shorter run, carrying a stopped run to another machine, the budget.
+"""

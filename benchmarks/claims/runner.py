@@ -1,0 +1,470 @@
+"""Running the grid: each run a child process (``run_child``) training through the plugin's own
+flow with the per-epoch evaluation; the parent (``run_grid``) starts the next unfinished runs
+within the budget, resumes a stopped one, lets a run go on from a finished shorter one, and
+carries a stopped run's checkpoint to another machine. ``benchmarks/cpu_claims.py``'s docstring
+says how these fit together."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from step_clock import cifar_root
+
+from mvssl_plugin.runs import ARGS, LOCK, is_complete_checkpoint, read_csv, write_csv
+
+from . import clocks
+from .clocks import ActiveClock, EpochPauses, commit, cpu_description, estimate_minutes, pause_overlap
+from .grid import REPO, Point, Scale, overrides, schedule
+
+#: in a run's folder: a checkpoint copied in (a finished shorter run's, or a carried one) that
+#: its first launch resumes
+RESUME_FROM = "resume_from.txt"
+#: a stopped run's checkpoint goes into ``carry/<run>/`` (committed) up to this size, so that
+#: the run goes on on another machine; a larger one stays here and the run starts over there
+CARRY_MAX_MB = 16.0
+
+
+def prefix_run(scale: Scale, point: Point, seed: int) -> Optional[Point]:
+    """The longest finished shorter run of ``point``'s setting whose checkpoint is here: without
+    a learning-rate schedule its epochs are ``point``'s first ones, so ``point`` can go on from it."""
+    if point.tag:
+        return None
+    for epochs in range(point.epochs - 1, 0, -1):
+        shorter = replace(point, epochs=epochs)
+        if finished(scale, shorter.name(seed)) and any(scale.run_folder(shorter.name(seed)).rglob("*.ckpt")):
+            return shorter
+    return None
+
+
+def copy_run_folder(source: Path, target: Path) -> None:
+    """Makes ``target`` a copy of the run folder ``source`` (not its lock; nothing of a launch
+    there that had not checkpointed survives) and marks its newest checkpoint for the first
+    launch to resume (:func:`resume_overrides`)."""
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(LOCK))
+    newest = max(target.rglob("*.ckpt"), key=lambda c: c.stat().st_mtime)
+    (target / RESUME_FROM).write_text(f"{newest}\n")
+
+
+def extend_from(scale: Scale, shorter: Point, point: Point, seed: int) -> None:
+    """Starts ``point``'s run as a copy of ``shorter``'s: its folder (checkpoint, clocks, metrics)
+    and its curve rows under the new name, and a marker naming the copied checkpoint, which the
+    first launch resumes (:func:`resume_overrides`). The shorter run's own folder is left as it is."""
+    copy_run_folder(scale.run_folder(shorter.name(seed)), scale.run_folder(point.name(seed)))
+    rows = [r for r in read_csv(scale.curves) if r["run"] != point.name(seed)]
+    copied = [{**r, "run": point.name(seed)} for r in rows if r["run"] == shorter.name(seed)]
+    write_csv(scale.curves, rows + copied)
+
+
+def checkpoint_mib(scale: Scale, point: Point) -> float:
+    """A run's checkpoint size in MiB, predicted before it starts from its model: 4 bytes for
+    each trainable parameter and each of Adam's two moments, the buffers, and 0.5 MiB for the
+    rest (at m = 2, d = 256: 10.44 MiB predicted, 10.05 measured; d = 2048: 107.7)."""
+    # local: solo-learn, Lightning and torch, which the parent harness (--list, the budget) never needs
+    from mvssl_plugin.cli.config_name import compose_recipe
+    from mvssl_plugin.train.pretrain import build_pretrain_model
+
+    recipe, extra = overrides(scale, point, 1)
+    before = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # solo-learn's warnings about training, which this does not do
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            _, model = build_pretrain_model(compose_recipe(recipe, "pretrain", extra))
+    finally:
+        logging.disable(before)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    buffers = sum(b.numel() * b.element_size() for b in model.buffers())
+    return (12 * trainable + buffers) / 2**20 + 0.5
+
+
+def carry_out(scale: Scale, name: str) -> Optional[Path]:
+    """After a stop: copies the run's newest complete checkpoint, with its folder's small files
+    (args.json, run.json, metrics.csv), into ``carry/<run>/`` for the commit, if it is at most
+    ``CARRY_MAX_MB``; marks the run's curve rows so far with this machine. Returns the copy."""
+    folder = scale.run_folder(name)
+    ckpts = [c for c in folder.rglob("*.ckpt") if is_complete_checkpoint(c)]
+    if not ckpts:
+        return None
+    here = cpu_description(scale.accelerator)
+    marked = [{**r, "cpu": r.get("cpu") or here} if r["run"] == name else r for r in read_csv(scale.curves)]
+    write_csv(scale.curves, marked)
+    newest = max(ckpts, key=lambda c: c.stat().st_mtime)
+    size = newest.stat().st_size / 2**20
+    if size > CARRY_MAX_MB:
+        print(f"cpu_claims: {name}: its checkpoint ({size:.0f} MiB) is too large to carry: it starts over elsewhere")
+        return None
+    target = scale.carry_folder(name)
+    shutil.rmtree(target, ignore_errors=True)
+    inside = target / newest.parent.relative_to(folder)
+    inside.mkdir(parents=True)
+    for f in newest.parent.iterdir():
+        if f == newest or (f.is_file() and f.suffix in (".json", ".csv")):
+            shutil.copy2(f, inside / f.name)
+    print(f"cpu_claims: {name}: its checkpoint ({size:.1f} MiB) is in {target}: commit it to go on elsewhere")
+    return inside / newest.name
+
+
+def carry_in(scale: Scale, name: str) -> bool:
+    """Starts a run that is not under way here from its carried checkpoint, if there is one: the
+    folder copied back, its first launch resuming the checkpoint (:func:`resume_overrides`); its
+    curve rows so far are in the committed curves.csv."""
+    source = scale.carry_folder(name)
+    if not any(source.rglob("*.ckpt")):
+        return False
+    copy_run_folder(source, scale.run_folder(name))
+    return True
+
+
+def resume_overrides(scale: Scale, point: Point, seed: int) -> List[str]:
+    """While a run holds only a copied checkpoint (a shorter run's, or a carried one), its launch
+    names it and accepts the changes solo-learn's auto-resume would refuse (a longer
+    ``max_epochs``, another machine's paths); from its first own checkpoint on, auto-resume
+    finds it."""
+    folder = scale.run_folder(point.name(seed))
+    if not (folder / RESUME_FROM).is_file():
+        return []
+    copied = Path((folder / RESUME_FROM).read_text().strip())
+    if not copied.is_file() or any(c.stat().st_mtime > copied.stat().st_mtime for c in folder.rglob("*.ckpt")):
+        return []  # it has checkpointed since (or the copy is gone): auto-resume
+    return [f"+resume_from_checkpoint='{copied}'", "auto_resume.accept_changes=true"]  # quoted: "ep=9" has a "="
+
+
+def launch_overrides(scale: Scale, point: Point, seed: int) -> Tuple[str, List[str]]:
+    """(recipe, Hydra overrides) of a run's next launch: the grid's, and what resuming a copied
+    checkpoint needs while the run has no checkpoint of its own."""
+    recipe, extra = overrides(scale, point, seed)
+    return recipe, extra + resume_overrides(scale, point, seed)
+
+
+def epoch_eval_callback(scale: Scale, point: Point, seed: int, pause_log: Optional[Path]):
+    """The per-epoch evaluation and clocks (``cpu_claims.py``'s docstring) as a Lightning callback."""
+    # local: the child's imports (torch, Lightning, the plugin's training); the parent never needs them
+    import torch
+    from lightning.pytorch.callbacks import Callback
+    from torchvision.datasets import ImageFolder
+
+    from mvssl_plugin.data.inmemory.cache import decode_to_uint8, default_cache_dir
+    from mvssl_plugin.data.inmemory.eval_loaders import MemoryEvalLoader, eval_recipe
+    from mvssl_plugin.eval.knn import all_classes_knn
+    from mvssl_plugin.eval.rank import rankme
+    from mvssl_plugin.train.run_log import TrainClock
+
+    name = point.name(seed)
+    root = cifar_root()
+    machine = cpu_description(scale.accelerator)
+
+    def labelled(split: str) -> Tuple[torch.Tensor, List[int]]:
+        samples = ImageFolder(str(root / split)).samples
+        files, labels = [f for f, _ in samples], [y for _, y in samples]
+        return decode_to_uint8(files, None, default_cache_dir(root / split)), labels
+
+    class EpochEval(Callback):
+        def __init__(self) -> None:
+            self.pauses = EpochPauses(pause_log)
+
+        def on_fit_start(self, trainer, pl_module) -> None:
+            recipe, _ = eval_recipe("cifar10")
+            bank, test = labelled("train"), labelled("test")
+            self.loaders = [MemoryEvalLoader(x, y, recipe, augment=False, batch_size=512) for x, y in (bank, test)]
+            self.clock = next(c for c in trainer.callbacks if isinstance(c, TrainClock))
+            self.bf16 = "bf16" in str(trainer.precision)
+            self.device_type = pl_module.device.type
+
+        def on_train_epoch_start(self, trainer, pl_module) -> None:
+            self.pauses.begin(trainer.current_epoch, time.time())
+
+        def state_dict(self) -> dict:
+            return self.pauses.state(time.time())
+
+        def load_state_dict(self, state_dict: dict) -> None:
+            self.pauses.load(state_dict)
+
+        @torch.no_grad()
+        def embed(self, pl_module, loader) -> Dict[str, torch.Tensor]:
+            feats, z, labels = [], [], []
+            with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.bf16):
+                for x, y in loader:
+                    out = pl_module(x.to(pl_module.device))
+                    feats.append(out["feats"].float().cpu())
+                    z.append(out["z"].float().cpu())
+                    labels.append(y)
+            return {"backbone": torch.cat(feats), "projector": torch.cat(z), "labels": torch.cat(labels)}
+
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            now = time.time()
+            epoch = trainer.current_epoch + 1
+            if trainer.global_step < epoch * trainer.num_training_batches:
+                return  # a stop inside the epoch ends it early: no row, and the exit does not wait
+            rows = [r for r in read_csv(scale.curves) if not (r["run"] == name and int(r["epoch"]) >= epoch)]
+            earlier = [r for r in rows if r["run"] == name]
+            paused_before = sum(float(r["paused_seconds"]) for r in earlier)
+            paused = self.pauses.end(now)
+            was_training = pl_module.training
+            pl_module.eval()
+            began, began_wall = time.perf_counter(), time.time()
+            bank, test = (self.embed(pl_module, loader) for loader in self.loaders)
+            knn = all_classes_knn(20, 0.07, "cosine")
+            knn(
+                train_features=bank["backbone"],
+                train_targets=bank["labels"],
+                test_features=test["backbone"],
+                test_targets=test["labels"],
+            )
+            acc1, _ = knn.compute()
+            pl_module.train(was_training)
+            views = trainer.global_step * int(pl_module.cfg.optimizer.batch_size) * point.m
+            row = {
+                "run": name,
+                "method": point.method,
+                "m": point.m,
+                "d": point.d,
+                "beta": point.beta,
+                "fraction": point.fraction,
+                "seed": seed,
+                "epoch": epoch,
+                "step": trainer.global_step,
+                "views_seen": views,
+                "train_seconds": round(self.clock.train_seconds - paused_before - paused, 1),
+                "paused_seconds": round(paused, 1),
+                "knn_backbone": round(float(acc1), 2),
+                "rank_projector": round(rankme(test["projector"]), 1),
+                "rank_backbone": round(rankme(test["backbone"]), 1),
+                "eval_seconds": round(
+                    time.perf_counter() - began - pause_overlap(pause_log, began_wall, time.time()), 1
+                ),
+                "precision": str(trainer.precision),
+                "cpu": machine,
+            }
+            write_csv(scale.curves, rows + [row])
+            print(f"cpu_claims: {name} epoch {epoch}: kNN {row['knn_backbone']}%, {row}", flush=True)
+
+    return EpochEval()
+
+
+def run_child(scale: Scale, point: Point, seed: int, pause_log: Optional[Path]) -> None:
+    """Trains (or resumes) one run in this process, with the per-epoch evaluation."""
+    warnings.filterwarnings("ignore")
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    # local: solo-learn, Lightning and torch, which the parent harness (--list, the budget) never needs
+    from mvssl_plugin.cli.config_name import compose_recipe
+    from mvssl_plugin.train.pretrain import pretrain
+
+    recipe, extra = launch_overrides(scale, point, seed)
+    cfg = compose_recipe(recipe, "pretrain", extra)
+    pretrain(cfg, extra_callbacks=[epoch_eval_callback(scale, point, seed, pause_log)])
+
+
+# ----------------------------------------------------------------------------- the harness (parent)
+
+
+#: results.csv's columns: a finished run's last curves row, less the per-epoch ones
+RESULT_COLUMNS = (
+    "method",
+    "m",
+    "d",
+    "beta",
+    "fraction",
+    "seed",
+    "epochs",
+    "views_seen",
+    "train_seconds",
+    "knn_backbone",
+    "rank_projector",
+    "precision",
+    "cpu",
+    "commit",
+)
+
+
+def finished(scale: Scale, name: str) -> bool:
+    """Whether results.csv has the run's row."""
+    return any(r.get("run") == name for r in read_csv(scale.results))
+
+
+def record_result(scale: Scale, point: Point, seed: int) -> dict:
+    """Appends the finished run's row to results.csv from its last curves row."""
+    name = point.name(seed)
+    curve = [r for r in read_csv(scale.curves) if r["run"] == name]
+    last = max(curve, key=lambda r: int(r["epoch"]))
+    if int(last["epoch"]) != point.epochs:
+        raise SystemExit(f"{name}: finished, but curves.csv ends at epoch {last['epoch']} of {point.epochs}")
+    row = {"run": name, **{k: last.get(k, "") for k in RESULT_COLUMNS}}
+    in_order = sorted(curve, key=lambda r: int(r["epoch"]))
+    row.update(epochs=point.epochs, cpu=machines(in_order, cpu_description(scale.accelerator)), commit=commit())
+    row["precision"] = "+".join(dict.fromkeys(r["precision"] for r in in_order if r.get("precision")))
+    write_csv(scale.results, read_csv(scale.results) + [row])
+    return row
+
+
+def epochs_done(scale: Scale, name: str) -> int:
+    return max((int(r["epoch"]) for r in read_csv(scale.curves) if r["run"] == name), default=0)
+
+
+def machines(curve: Sequence[dict], here: str) -> str:
+    """The ``cpu`` column of a run whose epochs (in order) ran on more than one machine (carried):
+    each machine with its epochs; rows without a machine ran ``here``."""
+    spans: List[list] = []
+    for r in curve:
+        cpu, epoch = r.get("cpu") or here, int(r["epoch"])
+        if spans and spans[-1][0] == cpu:
+            spans[-1][2] = epoch
+        else:
+            spans.append([cpu, epoch, epoch])
+    if len(spans) == 1:
+        return spans[0][0]
+    return "; ".join(f"{cpu} (epochs {a}-{b})" for cpu, a, b in spans)
+
+
+@dataclass(frozen=True)
+class HeadStart:
+    """How far a run of the grid is on this machine before its next launch."""
+
+    here: bool  # a checkpoint in runs/ its launch resumes (resumable_here)
+    carried: bool  # its checkpoint is only in carry/ (another machine's, committed)
+    shorter: Optional[Point]  # else a finished shorter run of its setting it goes on from
+    done: int  # epochs already trained
+
+
+def resumable_here(scale: Scale, name: str) -> bool:
+    """Whether ``runs/<name>/`` holds a checkpoint its launch resumes: a complete one beside
+    its args.json, as auto-resume needs. A checkpoint alone does not count: ``git clean``
+    keeps the ignored ``.ckpt`` and removes the args.json beside it, and auto-resume would
+    then start the run over, unseen, instead of taking its carried checkpoint."""
+    checkpoints = scale.run_folder(name).rglob("*.ckpt")
+    return any(c.with_name(ARGS).is_file() and is_complete_checkpoint(c) for c in checkpoints)
+
+
+def head_start(scale: Scale, point: Point, seed: int) -> HeadStart:
+    name = point.name(seed)
+    here = resumable_here(scale, name)
+    carried = not here and any(scale.carry_folder(name).rglob("*.ckpt"))
+    shorter = None if here or carried else prefix_run(scale, point, seed)
+    done = shorter.epochs if shorter is not None else epochs_done(scale, name) if here or carried else 0
+    return HeadStart(here, carried, shorter, done)
+
+
+def minutes_left(
+    point: Point, start: HeadStart, curves: Sequence[dict], step_times: Sequence[dict], machine: str
+) -> Optional[float]:
+    """``machine``'s estimate for the epochs ``point`` has left after ``start``."""
+    need = estimate_minutes(point, curves, step_times, machine)
+    return None if need is None else need * (point.epochs - start.done) / point.epochs
+
+
+def run_grid(
+    scale: Scale,
+    plan: Sequence[Tuple[Point, int]],
+    script: Path,
+    budget_min: Optional[float] = None,
+    pause_log: Optional[Path] = None,
+    only: Optional[str] = None,
+    start_anyway: bool = False,
+    until: Optional[float] = None,
+) -> None:
+    """Runs ``plan`` ((point, seed) in order), each run a child ``script --run <name>`` (the
+    command line that made the plan: ``cpu_claims.py``, ``speedrun.py``), within the budget
+    (``--budget-min`` minutes not paused, ``until`` a time since the epoch: ``cpu_claims.py``'s
+    docstring)."""
+    # a harness started in the background by a non-interactive shell inherits SIGINT ignored,
+    # and Python then raises no KeyboardInterrupt: the child would stop alone and not be carried
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    clock = ActiveClock()
+    budget = float("inf") if budget_min is None else budget_min * 60
+
+    def left() -> float:
+        """Seconds left: the unpaused budget's, or to ``until`` if that is sooner."""
+        active = budget - clock.read()
+        return active if until is None else min(active, until - clocks.wall_clock())
+
+    machine = cpu_description(scale.accelerator)
+    logs = scale.out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    for point, seed in plan:
+        name = point.name(seed)
+        if finished(scale, name) or (only and only not in name):
+            continue
+        seconds = left()
+        if seconds < 60:
+            print(f"cpu_claims: budget spent; next: {name}")
+            return
+        start = head_start(scale, point, seed)
+        started_here, carried, shorter = start.here, start.carried, start.shorter
+        need = minutes_left(point, start, read_csv(scale.curves), read_csv(scale.step_times), machine)
+        if not (start_anyway or started_here or carried) and need is not None and need * 60 > seconds:
+            size = checkpoint_mib(scale, point)
+            if size > CARRY_MAX_MB:
+                print(
+                    f"cpu_claims: {name} needs about {need:.0f} min, the budget has {seconds / 60:.0f} left, and its "
+                    f"checkpoint (about {size:.0f} MiB) is too large to carry: skipped, it would start over elsewhere "
+                    "(--start-anyway)",
+                    flush=True,
+                )
+                continue
+            print(f"cpu_claims: {name} needs about {need:.0f} min: it starts, and is carried when the budget ends")
+        if shorter is not None:
+            extend_from(scale, shorter, point, seed)
+            print(f"cpu_claims: {name} goes on from {shorter.name(seed)} (epoch {shorter.epochs})", flush=True)
+        elif carried and carry_in(scale, name):
+            print(
+                f"cpu_claims: {name} goes on from its carried checkpoint ({start.done} epochs in curves.csv)",
+                flush=True,
+            )
+        command = [sys.executable, str(script), "--run", name, "--scale", scale.name, "--results", str(scale.out)]
+        if pause_log is not None:
+            command += ["--pause-log", str(pause_log)]
+        print(f"cpu_claims: {time.strftime('%H:%M:%S')} {name}", flush=True)
+        with open(logs / f"{name}.log", "a") as log:
+            log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} commit {commit()}: {' '.join(command)}\n")
+            log.flush()
+            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+            try:
+                while child.poll() is None:
+                    if left() < 0:
+                        print(f"cpu_claims: budget spent: stopping {name} (it resumes next call)", flush=True)
+                        child.send_signal(signal.SIGTERM)
+                        child.wait()
+                        carry_out(scale, name)
+                        return
+                    time.sleep(5)
+            except KeyboardInterrupt:  # SIGINT to the group (the GPU kit's budget): the child checkpoints
+                print(f"cpu_claims: interrupted: {name} stops at a checkpoint (it resumes next call)", flush=True)
+                child.wait()
+                carry_out(scale, name)
+                raise SystemExit(130) from None
+        if child.returncode != 0:
+            raise SystemExit(f"cpu_claims: {name} exited {child.returncode}: see {logs / (name + '.log')}")
+        row = record_result(scale, point, seed)
+        shutil.rmtree(scale.carry_folder(name), ignore_errors=True)  # done: the commit drops its carry
+        print(f"cpu_claims: {name} done: kNN {row['knn_backbone']}% after {row['epochs']} epochs", flush=True)
+    print("cpu_claims: every run is done" if only is None else f"cpu_claims: every run with {only!r} is done")
+
+
+def list_grid(scale: Scale, seeds: Sequence[int]) -> None:
+    """The grid's runs, each with its status and this machine's minutes left."""
+    curves, step_times = read_csv(scale.curves), read_csv(scale.step_times)
+    machine = cpu_description(scale.accelerator)
+    print("| run | parts | status | last kNN | min left here |")
+    print("|---|---|---|---|---|")
+    total = 0.0
+    for point, seed in schedule(scale, seeds):
+        name = point.name(seed)
+        rows = [r for r in curves if r["run"] == name]
+        last = max(rows, key=lambda r: int(r["epoch"])) if rows else None
+        done = finished(scale, name)
+        status = "done" if done else (f"epoch {last['epoch']}/{point.epochs}" if last else "to do")
+        left = None if done else minutes_left(point, head_start(scale, point, seed), curves, step_times, machine)
+        total += left or 0.0
+        minutes = "-" if left is None else f"{left:.0f}"
+        print(f"| {name} | {', '.join(point.parts)} | {status} | {last['knn_backbone'] if last else '-'} | {minutes} |")
+    print(f"\nabout {total / 60:.1f} h left here ({machine}), by this machine's epochs where it has any")
