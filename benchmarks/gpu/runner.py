@@ -87,6 +87,10 @@ class Clock:
     """Seconds since the runner started, against ``--budget-s``."""
 
     def __init__(self, budget_s: float) -> None:
+        self.restart(budget_s)
+
+    def restart(self, budget_s: float) -> None:
+        """Counts from now against ``budget_s`` (``main``: the call's budget starts with it)."""
         self.start = time.monotonic()
         self.budget_s = budget_s
         self.wall_start = time.time()
@@ -98,6 +102,7 @@ class Clock:
         return self.budget_s - self.elapsed()
 
 
+#: the call's clock, which ``say`` prefixes every line with; ``main`` restarts it at the budget
 CLOCK = Clock(0.0)
 
 
@@ -779,7 +784,6 @@ def build_dry_kit(prefix: Path, with_solo: bool) -> Path:
 
 
 def main(argv: Optional[list] = None) -> int:
-    global CLOCK
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--kit", type=Path, default=REPO / ".kit", help="folder with manifest.json and the parts carried"
@@ -822,7 +826,7 @@ def main(argv: Optional[list] = None) -> int:
                 f"({least - args.min_run_s:g} s). "
                 f"Give --budget-s {least:g} or more, or a smaller --grace-s / --reserve-s"
             )
-    CLOCK = Clock(args.budget_s)
+    CLOCK.restart(args.budget_s)
     prefix = (args.prefix or Path("/tmp/mvssl-dry" if args.dry_run else "/tmp/mvssl")).resolve()
     prefix.mkdir(parents=True, exist_ok=True)
     out = args.out or (prefix / "out")
