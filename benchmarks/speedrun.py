@@ -125,6 +125,15 @@ SETTINGS = {
         Setting("d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",),
                 d=128, warmup=None),
         Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5, warmup=None),
+        Setting("b256", "batch 256 (solo-learn scales the lr with it: 2x), half the steps", warmup=None,
+                overrides=("optimizer.batch_size=256",)),
+        Setting("crop0.2", "random-resized crops of at least 20% of the image (the recipe: 8%)", warmup=None,
+                overrides=("augmentations.0.rrc.crop_min_scale=0.2",), grid_step=True),
+        Setting("beta2x", "the beta rule's constant doubled (c = 6.6: beta = 6.6 / d)", warmup=None,
+                overrides=("++method_kwargs.beta_c=6.6",), grid_step=True),
+        # the same training, compiled: a step time only (its kNN is the recipe's), not screened
+        Setting("compile", "torch.compile of the backbone's and projector's forward", warmup=None,
+                overrides=("performance.compile=true",)),
         Setting("peer", "solo-learn's barlow_twins CIFAR recipe as it ships", "solo_barlow_cifar_cpu.yaml",
                 overrides=("method_kwargs.lamb=0.0051",), method="barlow_twins", d=2048,
                 warmup=0.01),  # solo-learn's 10 warm-up epochs of 1000
@@ -139,12 +148,16 @@ LEVERS = (
     speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
     speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
     speedrun_report.Lever("width", "w24", "recipe", "width 24 vs 16"),
+    speedrun_report.Lever("batch", "b256", "recipe", "batch 256 vs 128, lr scaled with it"),
+    speedrun_report.Lever("augmentation", "crop0.2", "recipe", "crops of at least 20% vs 8% of the image"),
+    speedrun_report.Lever("beta", "beta2x", "recipe", "beta's constant 6.6 vs 3.3"),
     speedrun_report.Lever("the peer", "peer", "recipe", "solo-learn's barlow_twins recipe vs ours, same epochs"),
 )
 #: the order runs are started in: the levers' first seeds (short; the peer's screen too, which
 #: fits a session where its full run does not and is too large to carry), the record and the
 #: peer, then the second seeds
-SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "mixres", "d128", "w24")
+SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "mixres", "d128", "w24",
+          "b256", "crop0.2", "beta2x")  # fmt: skip
 
 
 #: the claims grid's run of the recipe's training (2 views, d = 256, the rule, Adam at a constant lr, all

@@ -118,6 +118,26 @@ def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epoch
     assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
 
+def test_the_batch_augmentation_beta_and_compile_levers_change_what_they_say(tiny_cifar, monkeypatch):
+    """Each lever's overrides pass the plugin's checks and reach the model that would train."""
+    from mvssl_plugin.cli.config_name import compose_recipe
+    from mvssl_plugin.train.pretrain import build_pretrain_model
+
+    monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
+    built = {}
+    for tag in ("recipe", "b256", "crop0.2", "beta2x", "compile"):
+        recipe, extra = grid.overrides(CPU, speedrun.SETTINGS[tag].point(3), 1)
+        cfg, model = build_pretrain_model(compose_recipe(recipe, "pretrain", extra))
+        built[tag] = (cfg, model)
+    recipe_cfg, _ = built["recipe"]
+    assert recipe_cfg.optimizer.batch_size == 128 and built["b256"][0].optimizer.batch_size == 256
+    assert recipe_cfg.augmentations[0].rrc.crop_min_scale == 0.08
+    assert built["crop0.2"][0].augmentations[0].rrc.crop_min_scale == 0.2
+    assert built["beta2x"][0].method_kwargs.lamb == pytest.approx(2 * recipe_cfg.method_kwargs.lamb)
+    assert built["beta2x"][0].method_kwargs.lamb == pytest.approx(6.6 / 256)
+    assert built["compile"][0].performance.compile and not recipe_cfg.performance.get("compile", False)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("tag", ["cos-lr1e-3", "peer"])
 def test_a_setting_trains_through_main_pretrain_and_its_schedule_ends_at_the_budget(
