@@ -105,7 +105,7 @@ def run_hook(name, module):
 def _react(name, module):
     try:
         if name == "solo.methods":
-            from mvssl_plugin.registry import register
+            from mvssl_plugin.registry import register  # local: this module is standard library at import
 
             register()
         elif name == "solo.args.pretrain" and not hasattr(module.parse_cfg, "__wrapped__"):
@@ -125,6 +125,7 @@ def wrap_parse_cfg(parse_cfg):
 
     @functools.wraps(parse_cfg)
     def wrapped(cfg):
+        # local: this module is standard library at import (Python's start-up reads it through the .pth)
         from mvssl_plugin.config.views import hide_crop_counts, views_to_crops
         from mvssl_plugin.registry import PLUGIN_METHODS
 
@@ -146,6 +147,7 @@ def wrap_linear_parse_cfg(parse_cfg):
 
     @functools.wraps(parse_cfg)
     def wrapped(cfg):
+        # local: this module is standard library at import (Python's start-up reads it through the .pth)
         from mvssl_plugin.config.pretrained import backbone_from_run
         from mvssl_plugin.errors import ConfigError
         from mvssl_plugin.registry import PLUGIN_BACKBONES

@@ -5,11 +5,12 @@ Layers, bottom up (imports only point down):
 family's vocabulary), ``beta_rule`` and ``peak_ram`` (pure Python: the small-projector rule,
 a run's peak-RAM arithmetic), ``runs`` (run folders on disk), ``errors``; ``config/`` (checks
 of a composed config; ``config.views`` owns the view count m); ``data/`` (datasets, the
-ImageFolder-tree code, the DALI and in-memory pipelines, the data keys' checks) and
+ImageFolder-tree code, the DALI and in-memory pipelines, the data keys' checks);
 ``methods/`` (solo-learn adapters); ``registry`` (names -> implementations); ``eval/``
-(evaluations); ``train/`` (the Lightning flow of a pretraining or linear run); ``cli/``
-(entry points); ``encoder/`` (an exported backbone: export, load, embed, UMAP). Importing this
-package imports nothing heavy; ``register()`` does, and ``load_encoder`` imports torch only.
+(evaluations); ``encoder/`` (an exported backbone: export, load, embed, UMAP); ``train/`` (the
+Lightning flow of a pretraining or linear run); ``cli/`` (entry points). docs/architecture.md
+has the list, tests/test_layers.py checks it. Importing this package imports nothing heavy;
+``register()`` does, and ``load_encoder`` imports torch only.
 """
 
 __version__ = "0.1.0"
@@ -19,10 +20,12 @@ def __getattr__(name: str):
     """``mvssl_plugin.register``: :func:`mvssl_plugin.registry.register`, imported on first use
     (it adds the plugin's methods and backbones to solo-learn's tables)."""
     if name == "register":
+        # local: loaded on first use; importing the package stays standard library (no omegaconf)
         from mvssl_plugin.registry import register
 
         return register
-    if name == "load_encoder":  # torch, safetensors and the plugin's backbones: no solo-learn
+    if name == "load_encoder":
+        # local: loaded on first use; torch, safetensors and the backbones (no solo-learn) take ~3 s
         from mvssl_plugin.encoder.model import load_encoder
 
         return load_encoder

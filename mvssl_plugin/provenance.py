@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
+import mvssl_plugin
+
 
 def version() -> str:
-    from mvssl_plugin import __version__
-
-    return __version__
+    return mvssl_plugin.__version__
 
 
 @functools.lru_cache(maxsize=1)

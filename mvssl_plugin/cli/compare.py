@@ -12,6 +12,7 @@ import sys
 from typing import List, Optional
 
 from mvssl_plugin.cli.exits import quiet_dependency_warnings, report_errors
+from mvssl_plugin.eval.compare import compare, markdown
 from mvssl_plugin.runs import check_writable_folder
 
 
@@ -26,8 +27,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 @report_errors
 def main(argv: Optional[List[str]] = None) -> None:
-    from mvssl_plugin.eval.compare import compare, markdown
-
     quiet_dependency_warnings()
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     check_writable_folder(args.out, f"--out {args.out}")

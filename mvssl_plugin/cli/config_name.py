@@ -10,6 +10,7 @@ from typing import List, Optional
 
 from omegaconf import DictConfig
 
+from mvssl_plugin.config import open_cfg
 from mvssl_plugin.config.recipe_files import GROUP_DIRS, PACKAGE_RECIPES, recipe_roots
 from mvssl_plugin.config.recipe_files import recipe_files as _recipe_files
 from mvssl_plugin.errors import ConfigError
@@ -92,8 +93,6 @@ def compose_recipe(config_name: str, kind: str, overrides: Optional[List[str]] =
     """The config ``--config-name config_name`` would give (opened and resolved as the
     entry points do), for notebooks and tests."""
     from hydra import compose, initialize_config_dir
-
-    from mvssl_plugin.config import open_cfg
 
     recipe_dir = find_recipe_dir(config_name, kind)
     search = f"hydra.searchpath=[file://{groups_dir(recipe_dir)}]"

@@ -21,6 +21,7 @@ def export_main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--out", required=True, help="the folder to write (new, or empty; --force replaces it)")
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
     args = parser.parse_args(argv)
+    # local: torch (~3 s) loads once the arguments parse: --help and usage errors stay fast
     from mvssl_plugin.encoder.export import export
 
     quiet_dependency_warnings()
@@ -41,6 +42,7 @@ def embed_main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--device", default="auto", help="auto (the GPU when there is one), cpu, cuda")
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
     args = parser.parse_args(argv)
+    # local: torch (~3 s) loads once the arguments parse: --help and usage errors stay fast
     from mvssl_plugin.encoder.embed import embed
 
     report_errors(embed)(
@@ -64,6 +66,7 @@ def umap_main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
     args = parser.parse_args(argv)
+    # local: torch (~3 s) loads once the arguments parse: --help and usage errors stay fast
     from mvssl_plugin.encoder.umap_plot import umap_picture
 
     quiet_dependency_warnings()

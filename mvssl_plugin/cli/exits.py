@@ -79,6 +79,7 @@ def with_openmp_wait(task: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(task)
     def wrapped(cfg, *args, **kwargs):
+        # local: omegaconf (~0.2 s) loads for a Hydra run only; every entry point imports this module
         from mvssl_plugin.config.hardware import openmp_wait_policy
 
         policy = openmp_wait_policy(cfg)
@@ -113,13 +114,14 @@ def close_process_group() -> None:
 
 def run_hydra(task: Callable, kind: str) -> None:
     """Runs ``task`` as a Hydra app whose recipes live under the recipe roots (./scripts/<kind>, the package's)."""
+    # local: Hydra and omegaconf (~0.4 s) load for a Hydra run only; every entry point imports this module
     import hydra
 
     from mvssl_plugin.cli.config_name import with_recipe_path
 
     quiet_dependency_warnings()
     if any(arg in ("--help", "-h") for arg in sys.argv[1:]):
-        from mvssl_plugin.cli.recipes import recipe_listing
+        from mvssl_plugin.cli.recipes import recipe_listing  # local: as above (recipes loads omegaconf)
 
         print(f"usage: {os.path.basename(sys.argv[0])} --config-name RECIPE [key=value ...]\n{recipe_listing()}\n")
     try:

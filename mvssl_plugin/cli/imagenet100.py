@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from mvssl_plugin.cli.exits import report_errors
+from mvssl_plugin.data.imagenet_subset import build
 
 
 def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -45,8 +46,6 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 @report_errors
 def run(args: argparse.Namespace) -> None:
-    from mvssl_plugin.data.imagenet_subset import build
-
     lines = build(args.out, args.imagenet, args.train, args.val, args.val_labels, replace=args.replace)
     print("\n".join(lines), flush=True)
 

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import List, Optional
 
 from mvssl_plugin.cli.exits import quiet_dependency_warnings, report_errors
+from mvssl_plugin.data.imagefolder import class_names, is_image_folder_tree, match_classes
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.eval.knn import DISTANCES, FEATURE_TYPES
+from mvssl_plugin.eval.knn_run import run_knn
 from mvssl_plugin.runs import check_writable_folder
 
 
@@ -41,8 +43,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> List[str]:
     """Checks the flags before anything is loaded; returns notices."""
-    from mvssl_plugin.data.imagefolder import class_names, is_image_folder_tree, match_classes
-
     if any(k < 1 for k in args.k):
         raise ConfigError(f"--k {args.k}: every k must be >= 1")
     if any(t <= 0 for t in args.temperature):
@@ -74,8 +74,6 @@ def knn(argv: Optional[List[str]] = None) -> List[dict]:
     """Runs the kNN grid; returns one row per (feature, k, distance, temperature).
 
     The flags are parsed and checked here; :func:`~mvssl_plugin.eval.knn_run.run_knn` runs it."""
-    from mvssl_plugin.eval.knn_run import run_knn
-
     args = build_parser().parse_args(argv)
     for notice in check_args(args):
         print(f"mvssl: {notice}", flush=True)

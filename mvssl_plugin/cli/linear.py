@@ -4,11 +4,10 @@ on a pretraining run (see :mod:`mvssl_plugin.train.linear`)."""
 from __future__ import annotations
 
 from mvssl_plugin.cli.exits import run_hydra
+from mvssl_plugin.train.linear import linear
 
 
 def main() -> None:
-    from mvssl_plugin.train.linear import linear
-
     run_hydra(linear, "linear")
 
 

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 from mvssl_plugin.cli.exits import run_hydra
+from mvssl_plugin.train.pretrain import pretrain
 
 
 def main() -> None:
-    from mvssl_plugin.train.pretrain import pretrain
-
     run_hydra(pretrain, "pretrain")
 
 

@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from mvssl_plugin.cli.config_name import find_recipe_dir
 from mvssl_plugin.config.recipe_files import SOLO_RECIPES, recipe_files, recipe_roots
+from mvssl_plugin.errors import ConfigError
 
 KINDS = ("pretrain", "linear")
 
@@ -93,9 +95,6 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.command in (None, "list"):
         print(recipe_listing())
     elif args.command == "show":
-        from mvssl_plugin.cli.config_name import find_recipe_dir
-        from mvssl_plugin.errors import ConfigError
-
         name = args.name if args.name.endswith((".yaml", ".yml")) else f"{args.name}.yaml"
         for kind in [args.kind] if args.kind else KINDS:
             try:

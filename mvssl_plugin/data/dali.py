@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
+from mvssl_plugin.config import world_size
 from mvssl_plugin.data.pixels import dali_reads_as_is, rgb_png_bytes
 from mvssl_plugin.data.views import (  # noqa: F401 (re-exported)
     EpochShards,
@@ -328,8 +329,6 @@ def _decode_guard(iterator, source: FileBatches):
 def pretrain_dali_loader(cfg: DictConfig, files: Sequence[str], targets: Sequence[int]) -> DaliMultiViewLoader:
     """The DALI loader a composed pretraining config asks for (checked by
     :func:`mvssl_plugin.config.check_pretrain_cfg`, which resolves ``dali.device``)."""
-    from mvssl_plugin.config import world_size
-
     threads = cfg.dali.get("num_threads") or max(1, min(int(cfg.data.num_workers), os.cpu_count() or 1))
     return DaliMultiViewLoader(
         files,

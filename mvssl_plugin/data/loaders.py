@@ -6,6 +6,7 @@ from typing import Any, Optional, Tuple
 
 from omegaconf import DictConfig
 
+from mvssl_plugin.data.dali import pretrain_dali_loader
 from mvssl_plugin.data.datasets import (
     Screen,
     check_batch_fits,
@@ -16,6 +17,8 @@ from mvssl_plugin.data.datasets import (
     pretrain_val_set,
     solo_loader,
 )
+from mvssl_plugin.data.inmemory.eval_loaders import val_memory_loader
+from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
 
 
 def build_pretrain_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Tuple[Any, int]:
@@ -27,14 +30,10 @@ def build_pretrain_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> T
         files, targets = pretrain_samples(cfg, screen)
         check_batch_fits(cfg, len(files))
         if data_format == "dali":
-            from mvssl_plugin.data.dali import pretrain_dali_loader
-
             loader = pretrain_dali_loader(cfg, files, targets)
             if cfg.debug_augmentations:
                 print("DALI views:", *loader.recipes, sep="\n")
         else:
-            from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
-
             loader = pretrain_memory_loader(cfg, files, targets)
         return loader, len(files)
     transform = pretrain_transform(cfg)
@@ -54,8 +53,6 @@ def build_val_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Option
     if val_set is None:
         return None
     if cfg.data.format == "memory":
-        from mvssl_plugin.data.inmemory.eval_loaders import val_memory_loader
-
         loader = val_memory_loader(cfg, val_set)
         if loader is not None:
             return loader

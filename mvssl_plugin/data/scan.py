@@ -15,7 +15,7 @@ aspect ratio cannot be batched. :func:`odd_sized` names those; elsewhere every s
 (random resized crops upsample small images: a 1 x 1 px training image trains, with the
 torchvision pipeline and with DALI).
 
-Standard library and PIL only: every data format (torchvision's, DALI, in-memory) calls it.
+Standard library, PIL and numpy only (no torch): every data format (torchvision's, DALI, in-memory) calls it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from mvssl_plugin.data.imagefolder import duplicate_notice, first_of_each_file, images_under
+from mvssl_plugin.data.pixels import to_rgb
 from mvssl_plugin.errors import DataError
 
 Size = Tuple[int, int]  # (width, height), PIL's order
@@ -67,8 +69,6 @@ def inspect_file(path: str, decode: bool = False) -> Tuple[Optional[Size], Optio
     3x (32 px JPEGs) to 30x (500 px) the cost.
     """
     from PIL import Image, UnidentifiedImageError
-
-    from mvssl_plugin.data.pixels import to_rgb
 
     try:
         length = os.path.getsize(path)
@@ -171,8 +171,6 @@ def screen_files(
     A file reached by several paths (a symlink loop, a linked file) is kept at its first
     path only, with one notice (:func:`~mvssl_plugin.data.imagefolder.first_of_each_file`).
     """
-    from mvssl_plugin.data.imagefolder import duplicate_notice, first_of_each_file
-
     unique, dropped = first_of_each_file([str(f) for f in files])
     if dropped:
         notify(duplicate_notice(key, dropped, len(files)))
@@ -216,8 +214,6 @@ class CheckedLoader:
 
 def measure(root: str, repeats: int = 2, threads: Sequence[int] = (1, 2)) -> None:
     """Prints the scan's cost on an ImageFolder tree (``python -m mvssl_plugin.data.scan ROOT``)."""
-    from mvssl_plugin.data.imagefolder import images_under
-
     files = images_under(root)
     for n in threads:
         for run in range(repeats):

@@ -16,11 +16,17 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 import torch
+from omegaconf import OmegaConf
 
 from mvssl_plugin import provenance
+from mvssl_plugin.config.beta import beta_of
+from mvssl_plugin.config.views import count_views
+from mvssl_plugin.data.views import normalization
 from mvssl_plugin.encoder.card import model_card
 from mvssl_plugin.encoder.model import CARD, CONFIG, FORMAT, STANDARD, WEIGHTS, build_backbone
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.eval.compare import is_evaluation
+from mvssl_plugin.registry import beta_slot
 from mvssl_plugin.runs import (
     KNN,
     METRICS,
@@ -77,10 +83,6 @@ def architecture(args: Dict[str, Any]) -> Dict[str, Any]:
 def preprocessing(args: Dict[str, Any]) -> Dict[str, Any]:
     """How to feed the encoder: the run's normalisation (read off solo-learn's pipeline, as
     the run's own data path does) and the evaluation's resize and centre crop."""
-    from omegaconf import OmegaConf
-
-    from mvssl_plugin.data.views import normalization
-
     dataset, augs = args["data"]["dataset"], args["augmentations"]
     mean, std = normalization(dataset, OmegaConf.create(augs[0]))
     crop = SMALL_IMAGES.get(dataset, max(int(a["crop_size"]) for a in augs))
@@ -132,10 +134,6 @@ def accuracies(folder: Path) -> List[Dict[str, Any]]:
 
 def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -> Dict[str, Any]:
     """How the encoder was made: method, views, projector, beta, data, schedule, launches."""
-    from mvssl_plugin.config.beta import beta_of
-    from mvssl_plugin.config.views import count_views
-    from mvssl_plugin.registry import beta_slot
-
     kwargs, data, optimizer = args.get("method_kwargs", {}), args.get("data", {}), args.get("optimizer", {})
     m, step = count_views(args), int(state.get("global_step", 0))
     devices = args.get("devices", 1)
@@ -168,8 +166,6 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
 def export(source: str | Path, out: str | Path, force: bool = False, notify: Callable[[str], None] = print) -> Path:
     """Writes ``out/``: the backbone of the pretraining run (folder or .ckpt) ``source``."""
     from safetensors.torch import save_file
-
-    from mvssl_plugin.eval.compare import is_evaluation
 
     out = Path(out)
     args_path, ckpt = run_files(source)

@@ -11,8 +11,12 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from mvssl_plugin.data.datasets import Screen
+from mvssl_plugin.data.datasets import Screen, classification_datasets
+from mvssl_plugin.data.inmemory.eval_loaders import probe_memory_loaders
+from mvssl_plugin.eval.features import extract_features
+from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe
 from mvssl_plugin.runs import PROBE, write_json
+from mvssl_plugin.torch_device import eval_device
 
 
 def patch_features(
@@ -20,7 +24,6 @@ def patch_features(
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(patches, N, F)`` backbone features and ``(N,)`` labels; each pass over
     ``loader`` (batches of images and labels) draws new patches."""
-    from mvssl_plugin.eval.features import extract_features
 
     def forward(images):
         return {"feats": backbone(images)}
@@ -41,13 +44,9 @@ def probe_loaders(
     from solo.data.classification_dataloader import prepare_transforms
     from torch.utils.data import DataLoader
 
-    from mvssl_plugin.data.datasets import classification_datasets
-
     t_train, t_val = prepare_transforms(cfg.data.dataset)
     augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction, screen)
     if cfg.data.format == "memory":
-        from mvssl_plugin.data.inmemory.eval_loaders import probe_memory_loaders
-
         return probe_memory_loaders(cfg, augmented_train, augmented_test, device)
     _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction, screen)
     return tuple(
@@ -64,9 +63,6 @@ def fast_probe(cfg: DictConfig, backbone: nn.Module, screen: Optional[Screen] = 
     ``probe.test_patches`` augmented patches, are computed once; the classifier then
     trains on them. ``screen`` names or drops unusable image files first. Returns the
     results written to ``probe.json``."""
-    from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe
-    from mvssl_plugin.torch_device import eval_device
-
     device = eval_device(str(cfg.probe.device))
     backbone = backbone.to(device).eval()
     start = time.perf_counter()

@@ -19,14 +19,14 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.progress import progress
+from mvssl_plugin.registry import register
 from mvssl_plugin.runs import read_json, run_files
 
 
 def load_pretrained(path: str | Path) -> Tuple[nn.Module, OmegaConf, Path]:
     """The pretraining method of a run, rebuilt from args.json with its checkpoint's weights;
     returns (model, config, the checkpoint read)."""
-    from mvssl_plugin.registry import register
-
     args_path, ckpt = run_files(path)
     cfg = OmegaConf.create(read_json(args_path))
     methods = register()
@@ -73,8 +73,6 @@ def extract_features(
     projector) and sits on ``device`` in eval mode; batches are ``(images, labels)``.
     ``desc``: show progress with this title on stderr (:func:`mvssl_plugin.progress.progress`:
     a bar on a terminal, a line every few percent in a log)."""
-    from mvssl_plugin.progress import progress
-
     backbone, projector, labels = [], [], []
     for images, targets in progress(loader, desc):
         out = model(images.to(device, non_blocking=True))

@@ -27,8 +27,12 @@ from mvssl_plugin.config import (
 from mvssl_plugin.config.keys import check_keys
 from mvssl_plugin.data.checks import check_data, class_match_notices, nested_folder_notices
 from mvssl_plugin.data.datasets import Screen, eval_keeps_size
+from mvssl_plugin.data.inmemory.cache import default_cache_dir
+from mvssl_plugin.data.inmemory.eval_loaders import probe_recipes
+from mvssl_plugin.data.scan import screen_files
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.registry import is_multiview
+from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
+from mvssl_plugin.registry import PLUGIN_METHODS, is_multiview
 from mvssl_plugin.runs import check_writable_folder
 from mvssl_plugin.train.peak_ram_check import check_peak_ram
 from mvssl_plugin.train.resume import resolve_checkpoint
@@ -46,9 +50,6 @@ def check_method_and_backbone(cfg: DictConfig, methods: Dict[str, Type], backbon
 def check_builtin_method(cfg: DictConfig) -> List[str]:
     """solo-learn's own methods train on 2 large views; the plugin's keys are left out of
     their config (and so of args.json). Returns notices."""
-    from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
-    from mvssl_plugin.registry import PLUGIN_METHODS
-
     large = int(cfg.data.num_large_crops)
     if large != 2:
         raise ConfigError(
@@ -92,8 +93,6 @@ def check_output_folders(cfg: DictConfig) -> None:
             Path.cwd() / "wandb", "wandb.enabled=true (its files go to ./wandb/ of the working folder)"
         )
     if select(cfg, "data.format") == "memory":
-        from mvssl_plugin.data.inmemory.cache import default_cache_dir
-
         cache = select(cfg, "memory.cache_dir")
         folder = cache if cache is not None else default_cache_dir(cfg.data.train_path)
         check_writable_folder(
@@ -153,8 +152,6 @@ def check_eval_format(cfg: DictConfig) -> List[str]:
     full linear evaluation always reads with torchvision, which a notice says."""
     data_format = select(cfg, "data.format")
     if data_format == "memory" and select(cfg, "probe") is not None:
-        from mvssl_plugin.data.inmemory.eval_loaders import probe_recipes
-
         probe_recipes(str(select(cfg, "data.dataset")))
         return []
     if data_format in ("memory", "dali"):
@@ -175,8 +172,6 @@ def file_screen(cfg: DictConfig, notify: Callable[[str], None] = print, pretrain
     images must share one aspect ratio. A data path's answer is kept, so the fast probe's
     two views of one set are scanned once.
     """
-    from mvssl_plugin.data.scan import screen_files
-
     skip = bool(select(cfg, "data.skip_bad_files", False))
     rrc_off = any(not select(aug, "rrc.enabled", True) for aug in (select(cfg, "augmentations") or []))
     same_aspect = pretraining and rrc_off and select(cfg, "data.format") == "image_folder"

@@ -15,15 +15,19 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
+from mvssl_plugin.config import adapt_to_hardware, check_probe_cfg, open_cfg
+from mvssl_plugin.config.pretrained import backbone_from_run, cifar_stem_of_run
+from mvssl_plugin.data.checks import apply_backbone_defaults
+from mvssl_plugin.data.datasets import classification_loaders
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.eval.fast_probe import fast_probe
+from mvssl_plugin.registry import PLUGIN_BACKBONES, register
 
 
 def build_backbone(cfg: DictConfig) -> nn.Module:
     """solo-learn's backbone for ``cfg.backbone``, with its CIFAR stem for ResNets where the
     pretraining run had it (:func:`~mvssl_plugin.config.pretrained.cifar_stem_of_run`)."""
     from solo.methods.base import BaseMethod
-
-    from mvssl_plugin.config.pretrained import cifar_stem_of_run
 
     backbone = BaseMethod._BACKBONES[cfg.backbone.name](method=cfg.pretrain_method, **cfg.backbone.kwargs)
     if cfg.backbone.name.startswith("resnet"):
@@ -59,14 +63,11 @@ def load_backbone_weights(backbone: nn.Module, ckpt_path: str) -> None:
 def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Module]:
     """Checks and completes a linear config as solo-learn's parser does; returns it with
     the pretrained backbone loaded."""
+    # local: solo-learn and Lightning (~5 s) load when a run starts, not for mvssl-linear --help
     from lightning.pytorch import seed_everything
     from solo.args.linear import parse_cfg
     from solo.methods.base import BaseMethod
 
-    from mvssl_plugin.config import adapt_to_hardware, check_probe_cfg, open_cfg
-    from mvssl_plugin.config.pretrained import backbone_from_run
-    from mvssl_plugin.data.checks import apply_backbone_defaults
-    from mvssl_plugin.registry import PLUGIN_BACKBONES, register
     from mvssl_plugin.train.checks import check_linear_cfg
 
     cfg = open_cfg(cfg)
@@ -89,15 +90,13 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
 def linear(cfg: DictConfig):
     """Trains a linear classifier on a frozen pretrained backbone; returns the Trainer
     (solo-learn's flow), or the fast probe's results when the recipe has a ``probe`` block."""
+    # local: solo-learn and Lightning, as in checked_backbone
     from solo.methods.linear import LinearModel
 
-    from mvssl_plugin.data.datasets import classification_loaders
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.trainer import fit
 
     if cfg.get("probe") is not None:
-        from mvssl_plugin.eval.fast_probe import fast_probe
-
         cfg, backbone = checked_backbone(cfg)
         return fast_probe(cfg, backbone, screen=file_screen(cfg, pretraining=False))
     cfg, backbone = checked_backbone(cfg)

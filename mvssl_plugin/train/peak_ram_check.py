@@ -22,13 +22,12 @@ from mvssl_plugin.peak_ram import (
     largest_batch,
     largest_views,
 )
+from mvssl_plugin.registry import method_class
 
 
 def loss_matrices(cfg: DictConfig, num_views: int) -> int:
     """D x D matrices the method's loss keeps alive: the plugin's methods say so themselves
     (``loss_matrices``); solo-learn's two-view methods, two."""
-    from mvssl_plugin.registry import method_class
-
     cls = method_class(cfg.method)
     return cls.loss_matrices(select(cfg, "method_kwargs") or {}, num_views) if cls is not None else 2
 

@@ -11,18 +11,21 @@ from typing import Tuple
 
 from omegaconf import DictConfig
 
+from mvssl_plugin.config import adapt_to_hardware, open_cfg, select, world_size
+from mvssl_plugin.data.checks import apply_backbone_defaults
+from mvssl_plugin.registry import PLUGIN_BACKBONES, register
+
 
 def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, object]:
     """Checks and completes a composed config as solo-learn's parser does, then builds the
     method it names. Returns ``(cfg, model)``; raises ConfigError on bad input."""
+    # local: torch, Lightning and solo-learn (seconds) load when a run starts, not for --help, and
+    # after cli.exits.with_openmp_wait has set OMP_WAIT_POLICY: this module imports no torch
     from lightning.pytorch import seed_everything
     from solo.args.pretrain import parse_cfg
     from solo.methods.base import BaseMethod
 
-    from mvssl_plugin.config import adapt_to_hardware, open_cfg, select, world_size
-    from mvssl_plugin.data.checks import apply_backbone_defaults
     from mvssl_plugin.data.datasets import solo_data_format
-    from mvssl_plugin.registry import PLUGIN_BACKBONES, register
     from mvssl_plugin.train.checks import check_pretrain_cfg
 
     cfg = open_cfg(cfg)
@@ -53,6 +56,7 @@ def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
     """Pretrains the method a composed Hydra config names; returns the fitted Trainer.
     ``extra_callbacks``: Lightning callbacks to add (benchmarks' per-epoch evaluations); their
     epoch ends run before the epoch's checkpoint is written."""
+    # local: torch, Lightning and solo-learn, as in build_pretrain_model
     from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.resume import resume_checkpoint

@@ -26,6 +26,7 @@ from lightning.pytorch.callbacks import Callback
 
 from mvssl_plugin import provenance
 from mvssl_plugin.runs import METRICS, RUN_LOG, TIME_TO_ACCURACY, read_csv, read_json, write_csv, write_json
+from mvssl_plugin.train.signals import slurm_job_id
 
 
 def run_folder(trainer) -> Optional[Path]:
@@ -144,8 +145,6 @@ def command_line() -> str:
 def slurm_job() -> Dict[str, object]:
     """The SLURM job a launch ran in and how many times it had been requeued (a requeued job
     keeps its id), so run.json tells a job's restarts from new submissions; empty outside SLURM."""
-    from mvssl_plugin.train.signals import slurm_job_id
-
     job = slurm_job_id()
     if job is None:
         return {}

@@ -13,8 +13,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from mvssl_plugin.config import count_views, select, trainer_devices
 from mvssl_plugin.config.beta import beta_of
+from mvssl_plugin.eval.effective_rank import EffectiveRank
+from mvssl_plugin.progress import is_terminal
 from mvssl_plugin.registry import beta_slot
+from mvssl_plugin.train.checkpoints import AtomicCheckpointer
 from mvssl_plugin.train.resume import resume_checkpoint
+from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
+from mvssl_plugin.train.signals import GracefulStop
+from mvssl_plugin.train.summary import EpochSummary, LogProgress
 
 
 def run_tags(cfg: DictConfig) -> List[str]:
@@ -70,13 +76,6 @@ def build_trainer(
     from lightning.pytorch.callbacks import LearningRateMonitor
     from lightning.pytorch.loggers.wandb import WandbLogger
     from lightning.pytorch.strategies.ddp import DDPStrategy
-
-    from mvssl_plugin.eval.effective_rank import EffectiveRank
-    from mvssl_plugin.progress import is_terminal
-    from mvssl_plugin.train.checkpoints import AtomicCheckpointer
-    from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
-    from mvssl_plugin.train.signals import GracefulStop
-    from mvssl_plugin.train.summary import EpochSummary, LogProgress
 
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
     run_log = RunLog()
@@ -193,8 +192,6 @@ def fit(
     """
     import torch
     from solo.utils.misc import make_contiguous
-
-    from mvssl_plugin.train.signals import GracefulStop
 
     make_contiguous(model)
     notice = memory_format_notice(cfg, model)

@@ -12,6 +12,7 @@ from typing import Optional, Tuple
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from mvssl_plugin.data.datasets import dataset_files, dataset_labels
 from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
 from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
 from mvssl_plugin.data.inmemory.devices import moved, training_device
@@ -139,8 +140,6 @@ def _decoded_labelled_set(cfg: DictConfig, key: str, dataset, size: int, device:
     """(uint8 images, labels) of an ImageFolder dataset of solo-learn's, decoded at ``size``
     (cached beside the data path ``key`` names, or in ``memory.cache_dir``) after checking
     they fit ``device``."""
-    from mvssl_plugin.data.datasets import dataset_files, dataset_labels
-
     files, labels = dataset_files(dataset), dataset_labels(dataset)
     if files is None or labels is None:
         raise ConfigError(f"{key}: data.format=memory reads ImageFolder trees: use data.format=image_folder")

@@ -8,6 +8,7 @@ from typing import Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
+from mvssl_plugin.config import world_size
 from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
 from mvssl_plugin.data.inmemory.devices import training_device
 from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
@@ -22,8 +23,6 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
     (default :func:`default_cache_dir` of ``data.train_path``), ``memory.prefetch`` (cut the
     next step's views while this one trains; null: on a GPU only).
     """
-    from mvssl_plugin.config import world_size
-
     device = training_device(cfg)
     world = world_size(cfg)
     view_parallel = bool(cfg.method_kwargs.get("view_parallel", False))
