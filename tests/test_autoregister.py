@@ -4,6 +4,7 @@ solo-learn's layout (mvssl-recipes install-solo) and a wheel that runs without t
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -379,10 +380,18 @@ def importable_site_dirs() -> list:
     ]
 
 
+def editable_solo_dir() -> list:
+    """solo-learn's checkout where this interpreter has it installed editable (``pip install -e``,
+    as its developers do): no site-packages folder holds it, and the inner venv reads none of
+    the outer ``.pth`` files or finders that point to it. Empty for a regular install."""
+    root = Path(importlib.util.find_spec("solo").origin).resolve().parents[1]
+    return [] if root.name in ("site-packages", "dist-packages") else [str(root)]
+
+
 def venv_seeing_this_interpreters_packages(venv: Path) -> Path:
-    """A fresh venv whose own site-packages comes first, then :func:`importable_site_dirs` (one
-    ``.pth`` of plain paths: their own .pth files, an editable checkout's finder among them,
-    stay unread). Returns its python."""
+    """A fresh venv whose own site-packages comes first, then :func:`importable_site_dirs` and
+    :func:`editable_solo_dir` (one ``.pth`` of plain paths: their own .pth files, an editable
+    checkout's finder among them, stay unread). Returns its python."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     own = subprocess.run(
@@ -391,7 +400,8 @@ def venv_seeing_this_interpreters_packages(venv: Path) -> Path:
         capture_output=True,
         text=True,
     ).stdout.strip()
-    (Path(own) / "outer_site_packages.pth").write_text("".join(f"{p}\n" for p in importable_site_dirs()))
+    outer = importable_site_dirs() + editable_solo_dir()
+    (Path(own) / "outer_site_packages.pth").write_text("".join(f"{p}\n" for p in outer))
     return python
 
 

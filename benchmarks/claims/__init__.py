@@ -10,6 +10,8 @@ One module per concern, imports pointing down this list:
   the machine and commit a row names, step times measured side by side, estimates of a run's
   minutes;
 - :mod:`claims.report`: what the CSVs say: verdicts, tables and plots (rows in, text out);
-- :mod:`claims.runner`: running the grid: the child process and its per-epoch evaluation,
-  resume, going on from a shorter run, carrying a stopped run to another machine, the budget.
+- :mod:`claims.runner`: running the grid: the child process, resume, going on from a shorter
+  run, carrying a stopped run to another machine, the budget;
+- :mod:`claims.epoch_eval`: the child's per-epoch kNN and clocks, a Lightning callback (only the
+  child imports it, and with it torch and Lightning).
 """

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import cpu_claims
 import pytest
-from claims import clocks, runner
+from claims import clocks, epoch_eval, runner
 from claims import grid as claims_grid
 from claims import report as claims_report
+from claims.epoch_eval import EpochEval
 from helpers import REPO, make_image_folder
 
 #: the CPU grid with its committed results (read-only in these tests)
@@ -27,7 +28,7 @@ SCRIPT = REPO / "benchmarks" / "cpu_claims.py"
 def data_at(monkeypatch, root: Path) -> None:
     """The CIFAR-10 root the grid's overrides and the per-epoch evaluation read, set to ``root``."""
     monkeypatch.setattr(claims_grid, "cifar_root", lambda: root)
-    monkeypatch.setattr(runner, "cifar_root", lambda: root)
+    monkeypatch.setattr(epoch_eval, "cifar_root", lambda: root)
 
 
 def test_every_run_of_the_grid_has_its_own_name_and_is_found_by_it():
@@ -170,12 +171,12 @@ def test_the_epoch_callback_puts_its_pauses_in_the_checkpoint_and_takes_them_bac
     log = tmp_path / "pauses.log"
     log.write_text(f"{1.0:f} stop\n{2.0:f} cont\n")  # long before now: inside an epoch begun at 0
     point = claims_grid.grid(CPU)[0]
-    stopped = runner.epoch_eval_callback(CPU, point, 1, log)
+    stopped = EpochEval(CPU, point, 1, log)
     stopped.on_train_epoch_start(SimpleNamespace(current_epoch=5), None)
     stopped.pauses.start = 0.0
     state = stopped.state_dict()
     assert state == {"epoch": 5, "paused_seconds": 1.0}
-    resumed = runner.epoch_eval_callback(CPU, point, 1, log)
+    resumed = EpochEval(CPU, point, 1, log)
     resumed.load_state_dict(state)
     resumed.on_train_epoch_start(SimpleNamespace(current_epoch=5), None)
     assert resumed.pauses.so_far(resumed.pauses.start) == 1.0
@@ -188,7 +189,7 @@ def test_a_stop_inside_an_epoch_writes_no_row_for_it(monkeypatch, tmp_path):
 
     data_at(monkeypatch, tmp_path)
     scale = claims_grid.scale_named("cpu", tmp_path)
-    callback = runner.epoch_eval_callback(scale, claims_grid.grid(scale)[0], 1, None)
+    callback = EpochEval(scale, claims_grid.grid(scale)[0], 1, None)
     stopped = SimpleNamespace(current_epoch=2, global_step=781, num_training_batches=390)
     callback.on_train_epoch_end(stopped, None)  # it would fail here if it evaluated: no loaders yet
     assert not (tmp_path / "curves.csv").exists()
@@ -1034,3 +1035,22 @@ def test_the_seconds_panel_uses_the_measured_step_rates_where_there_are_some():
     assert measured and seconds == pytest.approx([200_000 * 0.0005, 400_000 * 0.0005])  # 0.256 s / (128 x 4)
     seconds, measured = claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 2, 256, 0.256)])
     assert not measured and seconds == [float(r["train_seconds"]) for r in curves[:2]]
+
+
+def test_a_runs_child_trains_and_writes_one_curve_row_per_epoch_then_its_result(tiny_cifar, monkeypatch, tmp_path):
+    """The child as the harness starts it (``run_child``: the plugin's pretraining with the
+    per-epoch callback), shrunk to tiny data: each epoch's row holds its kNN on the test split
+    and its clocks, and the finished run's row is made from the last one."""
+    from mvssl_plugin.runs import read_csv
+
+    monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
+    scale = claims_grid.scale_named("cpu", tmp_path / "claims")
+    tiny = ("optimizer.batch_size=8", "backbone.kwargs.width=8", "method_kwargs.proj_output_dim=16", "precision=32")
+    point = claims_grid.Point("mabt", 2, 16, "rule", 1.0, 2, ("test",), False, tag="tiny", extra=tiny)
+    runner.run_child(scale, point, 1, None)
+    rows = read_csv(scale.curves)
+    assert [(r["run"], r["epoch"], r["step"]) for r in rows] == [("tiny-e2-s1", "1", "3"), ("tiny-e2-s1", "2", "6")]
+    assert all(0 <= float(r["knn_backbone"]) <= 100 and float(r["train_seconds"]) > 0 for r in rows)
+    assert rows[-1]["views_seen"] == str(6 * 8 * 2) and rows[-1]["cpu"] == clocks.cpu_description()
+    result = runner.record_result(scale, point, 1)
+    assert (result["run"], result["epochs"], result["knn_backbone"]) == ("tiny-e2-s1", 2, rows[-1]["knn_backbone"])
