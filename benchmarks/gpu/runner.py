@@ -273,7 +273,7 @@ def install_wheels(archive: Path, item: dict, prefix: Path, log: Path) -> str:
     return "; ".join(notes)
 
 
-def install_solo(archive: Path, prefix: Path, log: Path) -> str:
+def pip_install_solo(archive: Path, prefix: Path, log: Path) -> str:
     """pip-installs solo-learn's source (no build isolation: offline); copies its package if pip cannot."""
     src = prefix / "src"
     shutil.rmtree(src, ignore_errors=True)
@@ -319,7 +319,7 @@ def install(manifest: dict, prefix: Path, parts: dict, report: dict) -> None:
                 if item["kind"].startswith("wheels"):  # wheels, wheels-dali
                     note = install_wheels(archive, item, prefix, log)
                 elif item["kind"] == "solo":
-                    note = install_solo(archive, prefix, log)
+                    note = pip_install_solo(archive, prefix, log)
                 else:
                     note = install_data(archive, item, prefix)
             except (OSError, ValueError, tarfile.TarError, zipfile.BadZipFile) as error:

@@ -35,14 +35,14 @@ import torch
 from omegaconf import DictConfig
 
 from mvssl_plugin.config import world_size
-from mvssl_plugin.data.pixels import dali_reads_as_is, rgb_png_bytes
-from mvssl_plugin.data.views import (  # noqa: F401 (re-exported)
+from mvssl_plugin.data.pipeline import (  # noqa: F401 (re-exported)
     EpochShards,
     ViewRecipe,
     normalization,
     process_group,
     split_over,
 )
+from mvssl_plugin.data.pixels import dali_reads_as_is, rgb_png_bytes
 from mvssl_plugin.errors import ConfigError, DataError
 
 

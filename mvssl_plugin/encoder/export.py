@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 from mvssl_plugin import provenance
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.views import count_views
-from mvssl_plugin.data.views import normalization
+from mvssl_plugin.data.pipeline import normalization
 from mvssl_plugin.encoder.card import model_card
 from mvssl_plugin.encoder.model import CARD, CONFIG, FORMAT, STANDARD, WEIGHTS, build_backbone
 from mvssl_plugin.errors import ConfigError

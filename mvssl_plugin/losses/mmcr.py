@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from mvssl_plugin.losses.distributed import gather_batch
-from mvssl_plugin.losses.views import Views, stack_views
+from mvssl_plugin.losses.stacking import Views, stack_views
 
 
 def mmcr_loss(views: Views, local_weight: float = 0.0) -> torch.Tensor:
@@ -35,7 +35,7 @@ def mmcr_loss(views: Views, local_weight: float = 0.0) -> torch.Tensor:
 
     Args:
         views: m >= 2 tensors ``(N, D)`` or one ``(m, N, D)``, N >= 2; row ``n`` of every view
-            is the same image (:func:`~mvssl_plugin.losses.views.stack_views`).
+            is the same image (:func:`~mvssl_plugin.losses.stacking.stack_views`).
         local_weight: lambda, the weight of the per-image nuclear norms (>= 0).
 
     Returns:

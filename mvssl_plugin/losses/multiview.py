@@ -20,7 +20,7 @@ commit 96dfa37, ``fastssl/models/barlow_twins.py`` and ``vicreg.py``)
     the view included, and one auto-correlation of that mean for the off-diagonal term).
 
 Shapes: ``m`` views, a local batch of ``N`` images, embedding dimension ``D``; the views
-are checked and stacked by :func:`mvssl_plugin.losses.views.stack_views`.
+are checked and stacked by :func:`mvssl_plugin.losses.stacking.stack_views`.
 
 Precision: float16 / bfloat16 inputs are computed in float32 (under mixed precision a
 D x D correlation summed in half precision loses the small off-diagonal entries the
@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 from mvssl_plugin.losses.distributed import all_reduce_sum, gather_batch, global_batch_size
 from mvssl_plugin.losses.objectives import LOSS_SCALE, check_pair
-from mvssl_plugin.losses.views import Views, stack_views
+from mvssl_plugin.losses.stacking import Views, stack_views
 
 Objective = Literal["leave_one_out", "fastssl"]
 RedundancyMode = Literal["per_view", "mean_embedding"]

@@ -26,7 +26,7 @@ from mvssl_plugin.data.inmemory.color import shift_hue
 from mvssl_plugin.data.inmemory.eval_loaders import MemoryEvalLoader, probe_memory_loaders, probe_recipes
 from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
 from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
-from mvssl_plugin.data.views import ViewRecipe
+from mvssl_plugin.data.pipeline import ViewRecipe
 from mvssl_plugin.errors import ConfigError, DataError
 
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)

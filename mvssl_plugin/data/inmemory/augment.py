@@ -12,7 +12,7 @@ import torch
 
 from mvssl_plugin.data.inmemory.color import ColorJitterPerImage
 from mvssl_plugin.data.inmemory.crop import CropMatrices, random_resized_boxes, resize_matrix
-from mvssl_plugin.data.views import ViewRecipe
+from mvssl_plugin.data.pipeline import ViewRecipe
 
 
 def _blur_kernel(crop_size: int) -> int:

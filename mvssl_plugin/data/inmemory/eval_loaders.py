@@ -16,7 +16,7 @@ from mvssl_plugin.data.datasets import dataset_files, dataset_labels
 from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
 from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
 from mvssl_plugin.data.inmemory.devices import moved, training_device
-from mvssl_plugin.data.views import ViewRecipe, process_group
+from mvssl_plugin.data.pipeline import ViewRecipe, process_group
 from mvssl_plugin.errors import ConfigError
 
 

@@ -17,7 +17,7 @@ import torch
 
 from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
 from mvssl_plugin.data.inmemory.devices import moved
-from mvssl_plugin.data.views import EpochShards, ViewRecipe, process_group, split_over
+from mvssl_plugin.data.pipeline import EpochShards, ViewRecipe, process_group, split_over
 
 
 class MemoryMultiViewLoader:

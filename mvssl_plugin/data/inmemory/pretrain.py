@@ -12,7 +12,7 @@ from mvssl_plugin.config import world_size
 from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
 from mvssl_plugin.data.inmemory.devices import training_device
 from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
-from mvssl_plugin.data.views import ViewRecipe
+from mvssl_plugin.data.pipeline import ViewRecipe
 
 
 def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Sequence[int]) -> MemoryMultiViewLoader:
