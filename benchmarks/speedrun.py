@@ -208,6 +208,11 @@ def find(scale: Scale, name: str) -> Tuple[Point, int]:
     raise SystemExit(f"{name}: not a run of the speedrun (see --list)")
 
 
+def epochs_of(run: str) -> int:
+    """The epochs in a run's name (``<tag>-e<epochs>-s<seed>``)."""
+    return int(run.rsplit("-e", 1)[1].split("-s")[0])
+
+
 def setting_of(run: str) -> str:
     """The setting's tag in a run's name (``<tag>-e<epochs>-s<seed>``)."""
     return run.rsplit("-e", 1)[0]
@@ -257,6 +262,11 @@ def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Seq
     return rows
 
 
+def same_work(a: Setting, b: Setting) -> bool:
+    """Whether two settings train the same network on the same views (their steps cost the same)."""
+    return (a.method, a.m, a.d, a.width_factor, a.recipe) == (b.method, b.m, b.d, b.width_factor, b.recipe)
+
+
 def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Dict[str, speedrun_report.StepTime]:
     """setting -> its step time on ``machine``: measured there (``own``: the speedrun's
     steps.csv), else the claims grid's step where the setting's step is one of the grid's
@@ -268,9 +278,14 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     base = grid.get((BASELINE.method, BASELINE.m, BASELINE.d, BASELINE.width))
     out = {}
     for tag, s in SETTINGS.items():
+        grid_steps = [t for t in here if t in SETTINGS and SETTINGS[t].grid_step] if s.grid_step else []
+        same_step = [t for t in grid_steps if same_work(SETTINGS[t], s)]
         if tag in here:
             r = here[tag]
             out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
+        elif same_step:  # a schedule, the augmentation's scale or beta changes no work of the step
+            r = here[same_step[0]]
+            out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], f"{same_step[0]}'s step, measured")
         elif s.grid_step and (s.method, s.m, s.d, 16) in grid:
             r = grid[(s.method, s.m, s.d, 16)]
             out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "claims grid's step")
@@ -315,7 +330,7 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         timed |= set(steps)
         full = [r for r in runs if r[0] != SETTINGS[r[1]].point(SCREEN_EPOCHS).name(r[3])]
         records += speedrun_report.record_rows(full, curves, steps, details)
-        levers += speedrun_report.lever_rows(LEVERS, screens, curves, steps)
+        levers += speedrun_report.lever_rows(LEVERS, screens, curves, steps, longer_runs(results))
     untimed = speedrun_report.untimed_rows(LEVERS, screens, curves, sorted(timed))
     untimed_block = []
     if untimed:
@@ -377,6 +392,22 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         speedrun_report.plot(lines_to_plot, out / "knn_vs_minutes.png", machines[0])
     print(summary.read_text())
     return summary
+
+
+def longer_runs(results: Sequence[dict]) -> Dict[str, List[str]]:
+    """setting -> its longest finished run of each seed, for settings without a schedule: their
+    first epochs are the screen's (a constant lr does not depend on ``max_epochs``)."""
+    longest: Dict[Tuple[str, str], dict] = {}
+    for r in results:
+        tag = setting_of(r["run"])
+        if tag in SETTINGS and SETTINGS[tag].warmup is None:
+            key = (tag, str(r["seed"]))
+            if key not in longest or epochs_of(r["run"]) > epochs_of(longest[key]["run"]):
+                longest[key] = r
+    out: Dict[str, List[str]] = {}
+    for (tag, _), r in sorted(longest.items()):
+        out.setdefault(tag, []).append(r["run"])
+    return out
 
 
 def recipe_words(tag: str) -> str:

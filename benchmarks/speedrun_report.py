@@ -125,13 +125,18 @@ def lever_rows(
     runs: Dict[str, List[str]],
     curves: Sequence[dict],
     steps: Dict[str, StepTime],
+    longer: Optional[Dict[str, List[str]]] = None,
 ) -> List[dict]:
     """Per lever: each side's mean final kNN over its finished seeds, and the gain in points at
     equal seconds: the changed side's final kNN against the reference's at the same seconds
-    (interpolated between its epochs). ``runs``: setting -> its finished runs."""
+    (interpolated between its epochs), or, where the reference ended sooner, both at the
+    reference's last seconds. ``runs``: setting -> its finished runs; ``longer``:
+    setting -> runs whose first epochs are those runs' (a setting without a schedule: its longer
+    runs), read for the reference's kNN where the changed side ran longer than its screen."""
     out = []
     for lever in levers:
         a, b = runs.get(lever.changed, []), runs.get(lever.reference, [])
+        b_read = (longer or {}).get(lever.reference) or b
         step_a, step_b = steps.get(lever.changed), steps.get(lever.reference)
         if not a or not b or step_a is None or step_b is None:
             continue
@@ -140,10 +145,14 @@ def lever_rows(
             curve = curve_of(curves, run)
             seconds = int(curve[-1]["step"]) * step_a.seconds
             finals_a.append(float(curve[-1]["knn_backbone"]))
-            at = [knn_interpolated(curve_of(curves, r), seconds, step_b.seconds) for r in b]
-            at = [k for k in at if k is not None]
-            if at:
-                gains.append(finals_a[-1] - statistics.mean(at))
+            for r in b_read:
+                ref = curve_of(curves, r)
+                knn_ref = knn_interpolated(ref, seconds, step_b.seconds)
+                if knn_ref is not None:
+                    gains.append(finals_a[-1] - knn_ref)
+                else:  # the reference ended sooner: both at its last epoch's seconds
+                    ref_end = int(ref[-1]["step"]) * step_b.seconds
+                    gains.append(knn_interpolated(curve, ref_end, step_a.seconds) - float(ref[-1]["knn_backbone"]))
         for run in b:
             finals_b.append(float(curve_of(curves, run)[-1]["knn_backbone"]))
         out.append(

@@ -56,12 +56,17 @@ def test_records_give_minutes_to_each_target_and_knn_at_each_budget():
 def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
     curves = _curve("a-e3-s1", [40, 45, 50]) + _curve("b-e3-s1", [38, 44, 48]) + _curve("b-e3-s2", [40, 46, 50])
     # the changed setting's step is twice as slow: its 3 epochs take the reference's 6 epochs' time,
-    # past the reference's last epoch: no gain can be said there
+    # past the reference's last epoch: both are read at the reference's end (292.5 s), where the
+    # changed one is halfway through its second epoch (42.5): 42.5 - 48 and 42.5 - 50
     steps = {"a": StepTime(0.5, "m", "32", "measured"), "b": StepTime(0.25, "m", "32", "measured")}
     levers = [report.Lever("x", "a", "b", "a vs b")]
     (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
-    assert row["gain_points_equal_seconds"] == "" and row["step_ratio"] == 2.0
+    assert row["gain_points_equal_seconds"] == -6.5 and row["step_ratio"] == 2.0
     assert row["knn_reference"] == 49.0 and row["seeds_reference"] == 2
+    # a reference without a schedule lends its longer run: read at the changed one's 585 s (its epoch 6)
+    longer = curves + _curve("b-e6-s1", [38, 44, 48, 50, 52, 53])
+    (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, longer, steps, {"b": ["b-e6-s1"]})
+    assert row["gain_points_equal_seconds"] == 50 - 53 and row["knn_reference"] == 48.0
     steps["a"] = StepTime(0.25, "m", "32", "measured")  # equal steps: equal seconds at equal epochs
     (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
     assert row["gain_points_equal_seconds"] == 1.0
@@ -168,7 +173,7 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
     runs = {
         "cos-lr5e-4-e3-s1": [45, 50, 53],
         "recipe-e3-s1": [44, 47, 49],
-        "recipe-e18-s1": [45 + e for e in range(18)],
+        "recipe-e18-s1": [44, 47, 49] + [47 + e for e in range(3, 18)],  # no schedule: the screen is its start
     }
     write_csv(out / "curves.csv", [{**r, "seed": "1"} for run, knn in runs.items() for r in _curve(run, knn)])
     write_csv(out / "results.csv", [{"run": run, "seed": "1", "commit": "abc"} for run in runs])
@@ -180,7 +185,7 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
     (record,) = [r for r in read_csv(out / "records.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
     assert record["run"] == "recipe-e18-s1" and record["basis"] == "claims grid's step"  # screens are not records
     text = readme.read_text()
-    assert "old" not in text and text.endswith(f"{speedrun.END}\ntail\n") and "| recipe | 1 | 18 | 62.0 |" in text
+    assert "old" not in text and text.endswith(f"{speedrun.END}\ntail\n") and "| recipe | 1 | 18 | 64.0 |" in text
     (lever,) = [r for r in read_csv(out / "levers.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
     assert (lever["lever"], lever["gain_points_equal_seconds"]) == ("schedule", "4.0")  # equal steps: 53 - 49
     assert "| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | recipe |" in doc.read_text()
