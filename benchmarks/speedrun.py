@@ -344,6 +344,7 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     write_csv(out / "records.csv", records)
     write_csv(out / "levers.csv", levers)
     first = [r for r in records if r["timed_on"] == machines[0]]
+    beside = baseline_rows(machines, own, claims, CLAIMS_STEP_TIMES.parent)
     lines = [
         "# Speedrun: time to accuracy on a CPU",
         "",
@@ -355,6 +356,12 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         f"## Records, timed on {machines[0]}",
         "",
         *(speedrun_report.records_table(first) if first else ["No record run has finished yet."]),
+        "",
+        "## The record beside the claims baseline, on every machine timed",
+        "",
+        "The claims grid's 2-view, d = 2048, fixed-beta baseline (its curves, each machine's step):",
+        "",
+        *speedrun_report.records_table(sorted(records + beside, key=lambda r: r["timed_on"])),
         "",
         f"## Levers, screened at {SCREEN_EPOCHS} epochs (fitted schedules), equal training seconds",
         "",
@@ -392,6 +399,31 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         speedrun_report.plot(lines_to_plot, out / "knn_vs_minutes.png", machines[0])
     print(summary.read_text())
     return summary
+
+
+def step_key(row: dict) -> Tuple[str, str, str, str]:
+    """A claims grid step_times.csv row's step: method, m, d, width."""
+    return row["method"], row["m"], row["d"], row["width"]
+
+
+def baseline_rows(machines: Sequence[str], own: Sequence[dict], claims: Sequence[dict], out: Path) -> List[dict]:
+    """The claims baseline's two runs as records on each machine with its step: measured there
+    beside the settings (``steps.csv``'s ``baseline``), else the claims grid's own step."""
+    claims_curves, claims_results = read_csv(out / "curves.csv"), read_csv(out / "results.csv")
+    details = {r["run"]: r for r in claims_results}
+    key = (BASELINE.method, str(BASELINE.m), str(BASELINE.d), str(BASELINE.width))
+    rows: List[dict] = []
+    for machine in machines:
+        mine = next((r for r in own if r["cpu"] == machine and r["setting"] == "baseline"), None)
+        grid = next((r for r in claims if r["cpu"] == machine and step_key(r) == key), None)
+        if mine is None and grid is None:
+            continue
+        r = mine or grid
+        basis = "measured beside the settings" if mine else "claims grid's step"
+        step = speedrun_report.StepTime(float(r["s_per_step"]), machine, r["precision"], basis)
+        runs = [(BASELINE.name(seed), "claims baseline", "mabt m=2 d=2048 fixed beta", seed) for seed in (1, 2)]
+        rows += speedrun_report.record_rows(runs, claims_curves, {"claims baseline": step}, details)
+    return rows
 
 
 def longer_runs(results: Sequence[dict]) -> Dict[str, List[str]]:

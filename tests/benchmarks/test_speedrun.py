@@ -222,3 +222,22 @@ def test_the_recipes_train_as_a_user_runs_them(recipe, tiny_cifar, tmp_path, one
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     (args,) = tmp_path.rglob("args.json")
     assert list(args.parent.glob("*.ckpt"))
+
+
+def test_the_claims_baseline_is_timed_with_the_step_measured_beside_the_settings_where_there_is_one(tmp_path):
+    """On a machine that timed the speedrun's settings, the baseline takes the step measured in that
+    same round (its ratios to the settings are side by side); elsewhere the claims grid's own."""
+    from mvssl_plugin.runs import write_csv
+
+    name = speedrun.BASELINE.name(1)
+    write_csv(tmp_path / "curves.csv", _curve(name, [40, 50, 56]))
+    write_csv(tmp_path / "results.csv", [{"run": name, "commit": "c1", "cpu": "A", "precision": "32-true"}])
+    own = [{"setting": "baseline", "s_per_step": "2.0", "precision": "32", "cpu": "A"}]
+    grid_row = {"method": "mabt", "m": "2", "d": "2048", "width": "16", "s_per_step": "0.5", "precision": "bf16"}
+    claims = [{**grid_row, "cpu": "A", "s_per_step": "9.9"}, {**grid_row, "cpu": "B"}]
+    rows = speedrun.baseline_rows(["A", "B", "C"], own, claims, tmp_path)
+    assert [(r["timed_on"], r["s_per_step"], r["basis"]) for r in rows] == [
+        ("A", 2.0, "measured beside the settings"),
+        ("B", 0.5, "claims grid's step"),
+    ]  # C: no step anywhere, no row; the second seed has no curve, no row
+    assert rows[0]["s_to_50"] == 2 * 390 * 2.0 and rows[1]["s_to_55"] == 3 * 390 * 0.5
