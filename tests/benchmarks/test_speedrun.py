@@ -124,23 +124,30 @@ def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epoch
 
 
 def test_the_batch_augmentation_beta_and_compile_levers_change_what_they_say(tiny_cifar, monkeypatch):
-    """Each lever's overrides pass the plugin's checks and reach the model that would train."""
+    """Each lever's overrides pass the plugin's checks (as a launch runs them, before the model is
+    built) and set what the lever says: batch, crop scale, beta (by the rule, from its constant)."""
+    from solo.methods.base import BaseMethod
+
     from mvssl_plugin.cli.config_name import compose_recipe
-    from mvssl_plugin.train.pretrain import build_pretrain_model
+    from mvssl_plugin.config import adapt_to_hardware
+    from mvssl_plugin.registry import register
+    from mvssl_plugin.train.checks import check_pretrain_cfg
 
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
-    built = {}
+    checked = {}
     for tag in ("recipe", "b256", "crop0.2", "beta2x", "compile"):
         recipe, extra = grid.overrides(CPU, speedrun.SETTINGS[tag].point(3), 1)
-        cfg, model = build_pretrain_model(compose_recipe(recipe, "pretrain", extra))
-        built[tag] = (cfg, model)
-    recipe_cfg, _ = built["recipe"]
-    assert recipe_cfg.optimizer.batch_size == 128 and built["b256"][0].optimizer.batch_size == 256
+        cfg = compose_recipe(recipe, "pretrain", extra)
+        adapt_to_hardware(cfg)
+        check_pretrain_cfg(cfg, register(), BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
+        checked[tag] = cfg
+    recipe_cfg = checked["recipe"]
+    assert recipe_cfg.optimizer.batch_size == 128 and checked["b256"].optimizer.batch_size == 256
     assert recipe_cfg.augmentations[0].rrc.crop_min_scale == 0.08
-    assert built["crop0.2"][0].augmentations[0].rrc.crop_min_scale == 0.2
-    assert built["beta2x"][0].method_kwargs.lamb == pytest.approx(2 * recipe_cfg.method_kwargs.lamb)
-    assert built["beta2x"][0].method_kwargs.lamb == pytest.approx(6.6 / 256)
-    assert built["compile"][0].performance.compile and not recipe_cfg.performance.get("compile", False)
+    assert checked["crop0.2"].augmentations[0].rrc.crop_min_scale == 0.2
+    assert checked["beta2x"].method_kwargs.lamb == pytest.approx(2 * recipe_cfg.method_kwargs.lamb)
+    assert checked["beta2x"].method_kwargs.lamb == pytest.approx(6.6 / 256)
+    assert checked["compile"].performance.compile and not recipe_cfg.performance.get("compile", False)
 
 
 @pytest.mark.slow
