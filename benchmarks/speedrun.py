@@ -55,8 +55,8 @@ RECORD_EPOCHS = 18
 PEER_EPOCHS = 20
 #: each lever's screening budget (a fitted schedule of this many epochs)
 SCREEN_EPOCHS = 3
-#: the speedrun's batch on a GPU (``--scale gpu``), against the CPU's 128
-GPU_BATCH = 512
+#: the speedrun's batch on a CPU, and on a GPU (``--scale gpu``)
+CPU_BATCH, GPU_BATCH = 128, 512
 #: the claims baseline (2 views, d = 2048, fixed beta): every step is timed beside it
 BASELINE = Point("mabt", 2, 2048, "fixed", 1.0, BASE_EPOCHS, ("views",), True)
 
@@ -75,6 +75,7 @@ class Setting:
     warmup: Optional[float] = 0.1  # warmup_cosine's warm-up, a fraction of the run's epochs; None: no schedule
     grid_step: bool = False  # the step is the claims grid's (method, m, d, width 16, batch 128, Adam)
     width_factor: float = 1.0  # the backbone's width over the scale's (16 on the CPU, 64 on a GPU)
+    batch_factor: float = 1.0  # the batch over the scale's (128 on the CPU, 512 on a GPU)
 
     def point(self, epochs: int, scale: Scale = SCALES["cpu"]) -> Point:
         """The run at ``epochs`` on ``scale``: on a GPU, the ResNet-18 (width 64) at batch 512
@@ -83,8 +84,9 @@ class Setting:
         extra = list(self.overrides)
         if self.warmup is not None:
             extra.append(f"++scheduler.warmup_epochs={epochs * self.warmup:g}")
-        if scale.name == "gpu":
-            extra.append(f"optimizer.batch_size={GPU_BATCH}")
+        if scale.name == "gpu" or self.batch_factor != 1:
+            batch = GPU_BATCH if scale.name == "gpu" else CPU_BATCH
+            extra.append(f"optimizer.batch_size={round(batch * self.batch_factor)}")
         width = round(scale.width * self.width_factor)
         return Point(
             self.method, self.m, self.d, "rule", 1.0, epochs, ("speedrun",), False,
@@ -125,8 +127,8 @@ SETTINGS = {
         Setting("d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",),
                 d=128, warmup=None),
         Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5, warmup=None),
-        Setting("b256", "batch 256 (solo-learn scales the lr with it: 2x), half the steps", warmup=None,
-                overrides=("optimizer.batch_size=256",)),
+        Setting("b256", "twice the batch (256 on the CPU; solo-learn scales the lr with it), half the steps",
+                warmup=None, batch_factor=2.0),
         Setting("crop0.2", "random-resized crops of at least 20% of the image (the recipe: 8%)", warmup=None,
                 overrides=("augmentations.0.rrc.crop_min_scale=0.2",), grid_step=True),
         Setting("beta2x", "the beta rule's constant doubled (c = 6.6: beta = 6.6 / d)", warmup=None,

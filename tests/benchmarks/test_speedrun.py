@@ -148,6 +148,15 @@ def test_the_batch_augmentation_beta_and_compile_levers_change_what_they_say(tin
     assert checked["beta2x"].method_kwargs.lamb == pytest.approx(2 * recipe_cfg.method_kwargs.lamb)
     assert checked["beta2x"].method_kwargs.lamb == pytest.approx(6.6 / 256)
     assert checked["compile"].performance.compile and not recipe_cfg.performance.get("compile", False)
+    # on a GPU every setting trains at batch 512, and the batch lever at twice that, once
+    gpu = grid.SCALES["gpu"]
+    batches = {t: [o for o in grid.overrides(gpu, speedrun.SETTINGS[t].point(3, gpu), 1)[1] if "batch_size" in o]
+               for t in ("recipe", "b256", "peer")}  # fmt: skip
+    assert batches == {
+        "recipe": ["optimizer.batch_size=512"],
+        "b256": ["optimizer.batch_size=1024"],
+        "peer": ["optimizer.batch_size=512"],
+    }
 
 
 @pytest.mark.slow
