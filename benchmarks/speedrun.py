@@ -120,6 +120,10 @@ SETTINGS = {
                 grid_step=True),
         Setting("cos-lr2e-3", "warm-up + cosine, 4x the recipe's lr", overrides=(*SCHEDULE, "optimizer.lr=2e-3"),
                 grid_step=True),
+        Setting("cos-lr4e-3", "warm-up + cosine, 8x the recipe's lr", overrides=(*SCHEDULE, "optimizer.lr=4e-3"),
+                grid_step=True),
+        Setting("lr1e-3", "the recipe at twice its lr (1e-3, constant)", overrides=("optimizer.lr=1e-3",),
+                warmup=None, grid_step=True),
         Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02), warm-up + cosine",
                 overrides=LARS),
         Setting("mixres", "2 views at 32 px + 2 at 16 px", m=4, warmup=None,
@@ -146,6 +150,8 @@ LEVERS = (
     speedrun_report.Lever("schedule", "cos-lr5e-4", "recipe", "warm-up + cosine to zero vs constant, same peak lr"),
     speedrun_report.Lever("peak lr", "cos-lr1e-3", "cos-lr5e-4", "lr 1e-3 vs 5e-4, both scheduled"),
     speedrun_report.Lever("peak lr", "cos-lr2e-3", "cos-lr1e-3", "lr 2e-3 vs 1e-3, both scheduled"),
+    speedrun_report.Lever("peak lr", "cos-lr4e-3", "cos-lr2e-3", "lr 4e-3 vs 2e-3, both scheduled"),
+    speedrun_report.Lever("constant lr", "lr1e-3", "recipe", "lr 1e-3 vs 5e-4, both constant"),
     speedrun_report.Lever("optimizer", "lars", "cos-lr1e-3", "LARS (solo-learn's settings) vs Adam, both scheduled"),
     speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
     speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
@@ -158,8 +164,8 @@ LEVERS = (
 #: the order runs are started in: the levers' first seeds (short; the peer's screen too, which
 #: fits a session where its full run does not and is too large to carry), the record and the
 #: peer, then the second seeds
-SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "mixres", "d128", "w24",
-          "b256", "crop0.2", "beta2x")  # fmt: skip
+SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres", "cos-lr4e-3",
+          "d128", "w24", "b256", "crop0.2", "beta2x")  # fmt: skip
 
 
 #: the claims grid's run of the recipe's training (2 views, d = 256, the rule, Adam at a constant lr, all
