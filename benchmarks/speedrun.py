@@ -91,6 +91,7 @@ class Setting:
         return Point(
             self.method, self.m, self.d, "rule", 1.0, epochs, ("speedrun",), False,
             width=width, scale_width=scale.width, tag=self.tag, recipe=self.recipe, extra=tuple(extra),
+            extendable=self.warmup is None,
         )  # fmt: skip
 
 
@@ -168,6 +169,11 @@ SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "l
           "d128", "w24", "b256", "crop0.2", "beta2x")  # fmt: skip
 
 
+#: settings whose screen beat the recipe's at equal seconds: each runs the record's epochs too (a
+#: constant lr: it goes on from its screen's checkpoint where that is on the machine)
+RECORD_CANDIDATES = ("lr1e-3",)
+
+
 #: the claims grid's run of the recipe's training (2 views, d = 256, the rule, Adam at a constant lr, all
 #: of CIFAR-10): without a schedule its first epochs are the recipe's screen and record, not trained again
 CLAIMS_CONST = Point("mabt", 2, 256, "rule", 1.0, BASE_EPOCHS, ("projector", "data"), True)
@@ -203,10 +209,13 @@ def import_claims(out: Path, claims: Path) -> List[str]:
 
 
 def plan(scale: Scale) -> List[Tuple[Point, int]]:
-    """(point, seed) in the order runs are started (``SCREEN``'s docstring)."""
+    """(point, seed) in the order runs are started (``SCREEN``'s docstring); each record
+    candidate at the record's epochs beside the recipe's record."""
     screens = [SETTINGS[t].point(SCREEN_EPOCHS, scale) for t in SCREEN]
-    record, peer = SETTINGS["recipe"].point(RECORD_EPOCHS, scale), SETTINGS["peer"].point(PEER_EPOCHS, scale)
-    return [(p, 1) for p in screens] + [(record, 1), (peer, 1), (record, 2), (peer, 2)] + [(p, 2) for p in screens]
+    records = [SETTINGS[t].point(RECORD_EPOCHS, scale) for t in ("recipe", *RECORD_CANDIDATES)]
+    peer = SETTINGS["peer"].point(PEER_EPOCHS, scale)
+    full = [(p, seed) for seed in (1, 2) for p in (*records, peer)]
+    return [(p, 1) for p in screens] + full + [(p, 2) for p in screens]
 
 
 def find(scale: Scale, name: str) -> Tuple[Point, int]:

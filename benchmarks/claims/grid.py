@@ -88,11 +88,13 @@ class Point:
     #: the width of the scale the point belongs to: a name says its width only where it differs
     scale_width: int = WIDTH
     #: another harness's setting (``speedrun.py``): its name, recipe and Hydra overrides, applied
-    #: after the grid's own (a key given here replaces the grid's); such a run never goes on
-    #: from a shorter one, since a learning-rate schedule depends on ``max_epochs``
+    #: after the grid's own (a key given here replaces the grid's)
     tag: str = ""
     recipe: str = ""
     extra: Tuple[str, ...] = ()
+    #: whether a shorter run of the setting is this run's start (no learning-rate schedule, which
+    #: would depend on ``max_epochs``), so that this one can go on from it
+    extendable: bool = True
 
     def name(self, seed: int) -> str:
         if self.tag:

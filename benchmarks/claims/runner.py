@@ -36,7 +36,7 @@ CARRY_MAX_MB = 16.0
 def prefix_run(scale: Scale, point: Point, seed: int) -> Optional[Point]:
     """The longest finished shorter run of ``point``'s setting whose checkpoint is here: without
     a learning-rate schedule its epochs are ``point``'s first ones, so ``point`` can go on from it."""
-    if point.tag:
+    if not point.extendable:
         return None
     for epochs in range(point.epochs - 1, 0, -1):
         shorter = replace(point, epochs=epochs)

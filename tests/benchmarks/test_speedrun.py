@@ -106,8 +106,25 @@ def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
         assert speedrun.find(CPU, point.name(seed)) == (point, seed)
         assert speedrun.setting_of(point.name(seed)) == point.tag
     assert {t for lever in speedrun.LEVERS for t in (lever.changed, lever.reference)} <= set(speedrun.SETTINGS)
-    # a speedrun setting never goes on from a shorter run (a lever's schedule depends on max_epochs)
-    assert runner.prefix_run(CPU, speedrun.SETTINGS["recipe"].point(18), 1) is None
+
+
+def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_schedule_never(tmp_path):
+    """A constant lr makes a 3-epoch screen the first 3 epochs of the 18-epoch record run; a
+    fitted schedule depends on max_epochs, so its screen is not the longer run's start."""
+    from mvssl_plugin.runs import write_csv
+
+    scale = grid.scale_named("cpu", tmp_path)
+    finished = []
+    for tag in ("lr1e-3", "cos-lr1e-3"):
+        screen = speedrun.SETTINGS[tag].point(3)
+        finished.append({"run": screen.name(1)})
+        ckpt = scale.run_folder(screen.name(1)) / "mabt" / "x" / "ep=2.ckpt"
+        ckpt.parent.mkdir(parents=True)
+        ckpt.write_bytes(b"weights")
+    write_csv(scale.results, finished)
+    assert runner.prefix_run(scale, speedrun.SETTINGS["lr1e-3"].point(18), 1) == speedrun.SETTINGS["lr1e-3"].point(3)
+    assert runner.prefix_run(scale, speedrun.SETTINGS["cos-lr1e-3"].point(18), 1) is None
+    assert ("lr1e-3-e18-s1" in [p.name(s) for p, s in speedrun.plan(CPU)]) == ("lr1e-3" in speedrun.RECORD_CANDIDATES)
 
 
 def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs(tiny_cifar, monkeypatch):
