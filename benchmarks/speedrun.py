@@ -361,7 +361,8 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     write_csv(out / "records.csv", records)
     write_csv(out / "levers.csv", levers)
     first = [r for r in records if r["timed_on"] == machines[0]]
-    beside = baseline_rows(machines, own, claims, CLAIMS_STEP_TIMES.parent)
+    claims_curves = read_csv(CLAIMS_STEP_TIMES.parent / "curves.csv")
+    beside = baseline_rows(machines, own, claims, claims_curves, read_csv(CLAIMS_STEP_TIMES.parent / "results.csv"))
     lines = [
         "# Speedrun: time to accuracy on a CPU",
         "",
@@ -404,42 +405,44 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         for run, tag, _, seed in sorted(runs, key=lambda r: (r[1], r[3]))
         if tag in steps and run != SETTINGS[tag].point(SCREEN_EPOCHS).name(seed)
     ]
-    base_step = next(
-        (float(r["s_per_step"]) for r in claims if r["cpu"] == machines[0] and (r["m"], r["d"]) == ("2", "2048")), None
-    )
-    claims_curves = read_csv(CLAIMS_STEP_TIMES.parent / "curves.csv")
+    base_step = baseline_step(machines[0], own, claims)
     for seed in (1, 2):
         name = BASELINE.name(seed)
         if base_step is not None and speedrun_report.curve_of(claims_curves, name):
-            lines_to_plot.append((f"claims baseline s{seed}", speedrun_report.curve_of(claims_curves, name), base_step))
+            curve = speedrun_report.curve_of(claims_curves, name)
+            lines_to_plot.append((f"claims baseline s{seed}", curve, base_step.seconds))
     if lines_to_plot:
         speedrun_report.plot(lines_to_plot, out / "knn_vs_minutes.png", machines[0])
     print(summary.read_text())
     return summary
 
 
-def step_key(row: dict) -> Tuple[str, str, str, str]:
-    """A claims grid step_times.csv row's step: method, m, d, width."""
-    return row["method"], row["m"], row["d"], row["width"]
-
-
-def baseline_rows(machines: Sequence[str], own: Sequence[dict], claims: Sequence[dict], out: Path) -> List[dict]:
-    """The claims baseline's two runs as records on each machine with its step: measured there
-    beside the settings (``steps.csv``'s ``baseline``), else the claims grid's own step."""
-    claims_curves, claims_results = read_csv(out / "curves.csv"), read_csv(out / "results.csv")
-    details = {r["run"]: r for r in claims_results}
+def baseline_step(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Optional[speedrun_report.StepTime]:
+    """The claims baseline's step on ``machine``: measured there beside the settings (``steps.csv``'s
+    ``baseline``, the same round as their steps), else the claims grid's own; None where neither."""
     key = (BASELINE.method, str(BASELINE.m), str(BASELINE.d), str(BASELINE.width))
+    mine = next((r for r in own if r["cpu"] == machine and r["setting"] == "baseline"), None)
+    grid = next((r for r in claims if r["cpu"] == machine and (r["method"], r["m"], r["d"], r["width"]) == key), None)
+    if mine is None and grid is None:
+        return None
+    r = mine or grid
+    basis = "measured beside the settings" if mine else "claims grid's step"
+    return speedrun_report.StepTime(float(r["s_per_step"]), machine, r["precision"], basis)
+
+
+def baseline_rows(
+    machines: Sequence[str], own: Sequence[dict], claims: Sequence[dict], claims_curves: Sequence[dict],
+    claims_results: Sequence[dict],
+) -> List[dict]:  # fmt: skip
+    """The claims baseline's two runs (``claims_curves`` / ``claims_results``: the grid's CSVs) as
+    records on each machine with its step (:func:`baseline_step`)."""
+    details = {r["run"]: r for r in claims_results}
+    runs = [(BASELINE.name(seed), "claims baseline", "mabt m=2 d=2048 fixed beta", seed) for seed in (1, 2)]
     rows: List[dict] = []
     for machine in machines:
-        mine = next((r for r in own if r["cpu"] == machine and r["setting"] == "baseline"), None)
-        grid = next((r for r in claims if r["cpu"] == machine and step_key(r) == key), None)
-        if mine is None and grid is None:
-            continue
-        r = mine or grid
-        basis = "measured beside the settings" if mine else "claims grid's step"
-        step = speedrun_report.StepTime(float(r["s_per_step"]), machine, r["precision"], basis)
-        runs = [(BASELINE.name(seed), "claims baseline", "mabt m=2 d=2048 fixed beta", seed) for seed in (1, 2)]
-        rows += speedrun_report.record_rows(runs, claims_curves, {"claims baseline": step}, details)
+        step = baseline_step(machine, own, claims)
+        if step is not None:
+            rows += speedrun_report.record_rows(runs, claims_curves, {"claims baseline": step}, details)
     return rows
 
 

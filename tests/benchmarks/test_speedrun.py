@@ -260,7 +260,7 @@ def test_the_recipes_train_as_a_user_runs_them(recipe, tiny_cifar, tmp_path, one
 def test_the_claims_baseline_is_timed_with_the_step_measured_beside_the_settings_where_there_is_one(tmp_path):
     """On a machine that timed the speedrun's settings, the baseline takes the step measured in that
     same round (its ratios to the settings are side by side); elsewhere the claims grid's own."""
-    from mvssl_plugin.runs import write_csv
+    from mvssl_plugin.runs import read_csv, write_csv
 
     name = speedrun.BASELINE.name(1)
     write_csv(tmp_path / "curves.csv", _curve(name, [40, 50, 56]))
@@ -268,7 +268,9 @@ def test_the_claims_baseline_is_timed_with_the_step_measured_beside_the_settings
     own = [{"setting": "baseline", "s_per_step": "2.0", "precision": "32", "cpu": "A"}]
     grid_row = {"method": "mabt", "m": "2", "d": "2048", "width": "16", "s_per_step": "0.5", "precision": "bf16"}
     claims = [{**grid_row, "cpu": "A", "s_per_step": "9.9"}, {**grid_row, "cpu": "B"}]
-    rows = speedrun.baseline_rows(["A", "B", "C"], own, claims, tmp_path)
+    rows = speedrun.baseline_rows(
+        ["A", "B", "C"], own, claims, read_csv(tmp_path / "curves.csv"), read_csv(tmp_path / "results.csv")
+    )
     assert [(r["timed_on"], r["s_per_step"], r["basis"]) for r in rows] == [
         ("A", 2.0, "measured beside the settings"),
         ("B", 0.5, "claims grid's step"),
