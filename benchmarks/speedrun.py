@@ -256,7 +256,11 @@ def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Seq
             recipe, extra = step_overrides(scale, point)
             times[tag] += run_setting(extra, steps, out, False, recipe=recipe, fraction=0.2)
             print(f"speedrun: step times, round {round_ + 1}/{rounds}: {tag}", flush=True)
-    machine, base = clocks.cpu_description(scale.accelerator), statistics.median(times["baseline"])
+    machine, made, base = (
+        clocks.cpu_description(scale.accelerator),
+        clocks.commit(),
+        statistics.median(times["baseline"]),
+    )
     rows = [
         {
             "setting": tag,
@@ -266,7 +270,7 @@ def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Seq
             "precision": cpu_precision()[0],
             "threads": torch.get_num_threads(),
             "cpu": machine,
-            "commit": clocks.commit(),
+            "commit": made,
             "date": time.strftime("%Y-%m-%d %H:%M"),
         }
         for tag in timed

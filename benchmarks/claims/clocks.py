@@ -263,6 +263,7 @@ def measure_step_times(scale: Scale, rounds: int, steps: int) -> List[dict]:
         for point, recipe, extra in settings:
             times[point.name(1)] += run_setting(extra, steps, out, False, recipe=recipe)
             print(f"cpu_claims: step times, round {round_ + 1}/{rounds}: {point.name(1)}", flush=True)
+    machine, made = cpu_description(scale.accelerator), commit()
     rows = []
     for point, _, _ in settings:
         step = statistics.median(times[point.name(1)])
@@ -277,13 +278,13 @@ def measure_step_times(scale: Scale, rounds: int, steps: int) -> List[dict]:
                 "s_per_step": round(step, 4),
                 "views_per_s": round(128 * point.m / step, 1),
                 "threads": torch.get_num_threads(),
-                "cpu": cpu_description(scale.accelerator),
-                "commit": commit(),
+                "cpu": machine,
+                "commit": made,
                 "date": time.strftime("%Y-%m-%d %H:%M"),
             }
         )
     by_machine = step_times_by_machine(read_csv(scale.step_times))
-    by_machine[cpu_description(scale.accelerator)] = rows  # in place when this machine measured before, else last
+    by_machine[machine] = rows  # in place when this machine measured before, else last
     write_csv(scale.step_times, [r for group in by_machine.values() for r in group])
     print("| method | m | d | width | s / step | views / s |\n|---|---|---|---|---|---|")
     for r in rows:
