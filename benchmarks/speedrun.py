@@ -42,6 +42,7 @@ from claims.runner import finished, run_child, run_grid
 from step_clock import run_setting
 
 from mvssl_plugin.config.hardware import cpu_precision
+from mvssl_plugin.data.resolution import ResolutionRamp
 from mvssl_plugin.runs import read_csv, write_csv
 
 OUT = RESULTS_ROOT / "speedrun"
@@ -55,6 +56,8 @@ RECORD_EPOCHS = 18
 PEER_EPOCHS = 20
 #: each lever's screening budget (a fitted schedule of this many epochs)
 SCREEN_EPOCHS = 3
+#: the recipe's view side (CIFAR-10's 32 px crops): a resolution ramp's full size
+FULL_SIDE = 32
 #: the speedrun's batch on a CPU, and on a GPU (``--scale gpu``)
 CPU_BATCH, GPU_BATCH = 128, 512
 #: the claims baseline (2 views, d = 2048, fixed beta): every step is timed beside it
@@ -76,6 +79,21 @@ class Setting:
     grid_step: bool = False  # the step is the claims grid's (method, m, d, width 16, batch 128, Adam)
     width_factor: float = 1.0  # the backbone's width over the scale's (16 on the CPU, 64 on a GPU)
     batch_factor: float = 1.0  # the batch over the scale's (128 on the CPU, 512 on a GPU)
+    resolution_start: Optional[int] = None  # memory.resolution.start: views grow from this side to 32 px
+    screen_epochs: int = SCREEN_EPOCHS  # its screen's epochs (a cheaper epoch may screen more of them)
+
+    def ramp(self) -> Optional[ResolutionRamp]:
+        """The resolution ramp of ``memory.resolution`` (its default ramp), or None."""
+        return None if self.resolution_start is None else ResolutionRamp(self.resolution_start, FULL_SIDE)
+
+    def sides(self, epochs: int) -> List[int]:
+        """The views' side in each of ``epochs`` epochs."""
+        ramp = self.ramp()
+        return [FULL_SIDE] * epochs if ramp is None else ramp.sides(epochs)
+
+    def screen(self, scale: Scale = SCALES["cpu"]) -> Point:
+        """Its screen run."""
+        return self.point(self.screen_epochs, scale)
 
     def point(self, epochs: int, scale: Scale = SCALES["cpu"]) -> Point:
         """The run at ``epochs`` on ``scale``: on a GPU, the ResNet-18 (width 64) at batch 512
@@ -84,6 +102,8 @@ class Setting:
         extra = list(self.overrides)
         if self.warmup is not None:
             extra.append(f"++scheduler.warmup_epochs={epochs * self.warmup:g}")
+        if self.resolution_start is not None:
+            extra.append(f"+memory.resolution.start={self.resolution_start}")
         if scale.name == "gpu" or self.batch_factor != 1:
             batch = GPU_BATCH if scale.name == "gpu" else CPU_BATCH
             extra.append(f"optimizer.batch_size={round(batch * self.batch_factor)}")
@@ -134,6 +154,9 @@ SETTINGS = {
         Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5, warmup=None),
         Setting("b256", "twice the batch (256 on the CPU; solo-learn scales the lr with it), half the steps",
                 warmup=None, batch_factor=2.0),
+        # 4 epochs at 16, 24, 32, 32 px cost about the recipe's 3 at 32 px: a screen of equal seconds
+        Setting("ramp", "views from 16 px growing to 32 px over the first 75% of the epochs (memory.resolution)",
+                warmup=None, resolution_start=16, screen_epochs=4),
         Setting("crop0.2", "random-resized crops of at least 20% of the image (the recipe: 8%)", warmup=None,
                 overrides=("augmentations.0.rrc.crop_min_scale=0.2",), grid_step=True),
         Setting("beta2x", "the beta rule's constant doubled (c = 6.6: beta = 6.6 / d)", warmup=None,
@@ -155,6 +178,7 @@ LEVERS = (
     speedrun_report.Lever("constant lr", "lr1e-3", "recipe", "lr 1e-3 vs 5e-4, both constant"),
     speedrun_report.Lever("optimizer", "lars", "cos-lr1e-3", "LARS (solo-learn's settings) vs Adam, both scheduled"),
     speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
+    speedrun_report.Lever("resolution", "ramp", "recipe", "16 -> 32 px over the run vs 32 px throughout"),
     speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
     speedrun_report.Lever("width", "w24", "recipe", "width 24 vs 16"),
     speedrun_report.Lever("batch", "b256", "recipe", "batch 256 vs 128, lr scaled with it"),
@@ -166,7 +190,7 @@ LEVERS = (
 #: fits a session where its full run does not and is too large to carry), the record and the
 #: peer, then the second seeds
 SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres", "cos-lr4e-3",
-          "d128", "w24", "b256", "crop0.2", "beta2x")  # fmt: skip
+          "d128", "w24", "b256", "crop0.2", "beta2x", "ramp")  # fmt: skip
 
 
 #: settings whose screen beat the recipe's at equal seconds: each runs the record's epochs too (a
@@ -211,7 +235,7 @@ def import_claims(out: Path, claims: Path) -> List[str]:
 def plan(scale: Scale) -> List[Tuple[Point, int]]:
     """(point, seed) in the order runs are started (``SCREEN``'s docstring); each record
     candidate at the record's epochs beside the recipe's record."""
-    screens = [SETTINGS[t].point(SCREEN_EPOCHS, scale) for t in SCREEN]
+    screens = [SETTINGS[t].screen(scale) for t in SCREEN]
     records = [SETTINGS[t].point(RECORD_EPOCHS, scale) for t in ("recipe", *RECORD_CANDIDATES)]
     peer = SETTINGS["peer"].point(PEER_EPOCHS, scale)
     full = [(p, seed) for seed in (1, 2) for p in (*records, peer)]
@@ -238,6 +262,29 @@ def setting_of(run: str) -> str:
 # ----------------------------------------------------------------------------- step times
 
 
+def timed_points(scale: Scale, only: Optional[Sequence[str]] = None) -> Dict[str, Point]:
+    """What ``--step-times`` times, by ``steps.csv``'s name: the claims baseline, then every
+    setting (or the ``only`` ones) at its screen; a resolution ramp as one point per side below
+    the full one (``side_tag``), with the recipe beside it for the full side."""
+    baseline = replace(BASELINE, width=scale.width, scale_width=scale.width)
+    wanted = set(only or SETTINGS)
+    if any(SETTINGS[t].ramp() is not None for t in wanted if t in SETTINGS):
+        wanted.add("recipe")  # a ramp's full side, in the same rounds
+    chosen = {tag: s for tag, s in SETTINGS.items() if tag in wanted}
+    timed: Dict[str, Point] = {"baseline": baseline}
+    for tag, s in chosen.items():
+        point = s.point(SCREEN_EPOCHS, scale)
+        if s.ramp() is None:
+            timed[tag] = point
+            continue
+        # a ramp's step changes with the epoch: each side below the full one is timed on its own
+        # (the full side's step is the recipe's, the same work), ``step_times_on`` averages them
+        fixed = tuple(o for o in point.extra if not o.startswith("+memory.resolution."))
+        for side in sorted(set(s.sides(s.screen_epochs)) - {FULL_SIDE}):
+            timed[side_tag(tag, side)] = replace(point, extra=(*fixed, f"augmentations.0.crop_size={side}"))
+    return timed
+
+
 def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Sequence[str]] = None) -> List[dict]:
     """Seconds per step of every setting (or of the ``only`` ones) and of the claims baseline,
     alternating within each round on this machine (run it alone); replaces this machine's rows
@@ -246,9 +293,7 @@ def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Seq
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    baseline = replace(BASELINE, width=scale.width, scale_width=scale.width)
-    chosen = {tag: s for tag, s in SETTINGS.items() if not only or tag in only}
-    timed = {"baseline": baseline, **{tag: s.point(SCREEN_EPOCHS, scale) for tag, s in chosen.items()}}
+    timed = timed_points(scale, only)
     times: Dict[str, List[float]] = {tag: [] for tag in timed}
     out = Path(tempfile.mkdtemp())
     for round_ in range(rounds):
@@ -283,6 +328,31 @@ def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Seq
     return rows
 
 
+def side_tag(tag: str, side: int) -> str:
+    """``steps.csv``'s name of a ramp setting's step at one side (``ramp@16``)."""
+    return f"{tag}@{side}"
+
+
+def ramp_step(tag: str, steps: Dict[str, speedrun_report.StepTime]) -> Optional[speedrun_report.StepTime]:
+    """A ramp setting's step over its screen: the mean of its epochs' steps (every epoch has the
+    same steps), each side's own step (the full side's: the recipe's, which it is but for the ramp). Exact
+    for the screen's total seconds, which is what its lever reads; its epochs in between are
+    placed at that mean (the early, smaller epochs took less). None until every side is timed."""
+    s = SETTINGS[tag]
+    sides = s.sides(s.screen_epochs)
+    by_side = {side: steps.get(side_tag(tag, side) if side != FULL_SIDE else "recipe") for side in sides}
+    if any(step is None for step in by_side.values()):
+        return None
+    parts = [by_side[side] for side in sides]
+    bases = sorted({p.basis for p in parts})
+    return speedrun_report.StepTime(
+        statistics.mean(p.seconds for p in parts),
+        parts[0].machine,
+        parts[0].precision,
+        f"mean of its epochs' sides {'/'.join(map(str, sides))} px ({'; '.join(bases)})",
+    )
+
+
 def same_work(a: Setting, b: Setting) -> bool:
     """Whether two settings train the same network on the same views (their steps cost the same)."""
     return (a.method, a.m, a.d, a.width_factor, a.recipe) == (b.method, b.m, b.d, b.width_factor, b.recipe)
@@ -298,7 +368,12 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     grid = {(r["method"], int(r["m"]), int(r["d"]), int(r["width"])): r for r in claims if r["cpu"] == machine}
     base = grid.get((BASELINE.method, BASELINE.m, BASELINE.d, BASELINE.width))
     out = {}
+    sides = {t: r for t, r in here.items() if "@" in t}
+    for tag, r in sides.items():
+        out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
     for tag, s in SETTINGS.items():
+        if s.ramp() is not None:
+            continue  # below, from its sides
         grid_steps = [t for t in here if t in SETTINGS and SETTINGS[t].grid_step] if s.grid_step else []
         same_step = [t for t in grid_steps if same_work(SETTINGS[t], s)]
         if tag in here:
@@ -315,6 +390,10 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
             if ratio is not None:
                 seconds = float(ratio["ratio_to_baseline"]) * float(base["s_per_step"])
                 out[tag] = StepTime(seconds, machine, base["precision"], f"ratio to the baseline on {ratio['cpu']}")
+    for tag, s in SETTINGS.items():
+        step = ramp_step(tag, out) if s.ramp() is not None else None
+        if step is not None:
+            out[tag] = step
     return out
 
 
@@ -343,13 +422,13 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     records, levers = [], []
     screens: Dict[str, List[str]] = {}
     for run, tag, _, seed in runs:
-        if run == SETTINGS[tag].point(SCREEN_EPOCHS).name(seed):
+        if run == SETTINGS[tag].screen().name(seed):
             screens.setdefault(tag, []).append(run)
     timed: set = set()
     for machine in machines:
         steps = step_times_on(machine, own, claims)
         timed |= set(steps)
-        full = [r for r in runs if r[0] != SETTINGS[r[1]].point(SCREEN_EPOCHS).name(r[3])]
+        full = [r for r in runs if r[0] != SETTINGS[r[1]].screen().name(r[3])]
         records += speedrun_report.record_rows(full, curves, steps, details)
         levers += speedrun_report.lever_rows(LEVERS, screens, curves, steps, longer_runs(results))
     untimed = speedrun_report.untimed_rows(LEVERS, screens, curves, sorted(timed))
@@ -385,7 +464,8 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         "",
         *speedrun_report.records_table(sorted(records + beside, key=lambda r: r["timed_on"])),
         "",
-        f"## Levers, screened at {SCREEN_EPOCHS} epochs (fitted schedules), equal training seconds",
+        f"## Levers, screened at {SCREEN_EPOCHS} epochs (fitted schedules; the resolution ramp at "
+        f"{SETTINGS['ramp'].screen_epochs}, about the same seconds), equal training seconds",
         "",
         *(speedrun_report.levers_table(levers) if levers else ["No lever pair has finished yet."]),
         *untimed_block,
@@ -407,7 +487,7 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     lines_to_plot = [
         (run, speedrun_report.curve_of(curves, run), steps[tag].seconds)
         for run, tag, _, seed in sorted(runs, key=lambda r: (r[1], r[3]))
-        if tag in steps and run != SETTINGS[tag].point(SCREEN_EPOCHS).name(seed)
+        if tag in steps and run != SETTINGS[tag].screen().name(seed)
     ]
     base_step = baseline_step(machines[0], own, claims)
     for seed in (1, 2):

@@ -32,6 +32,13 @@ CASES = [
     ("mabt_cifar.yaml", {"data.format": "dali", "dali.device": "tpu"}, "dali.device='tpu'"),
     ("mabt_cifar.yaml", {"data.format": "dali", "dali.num_threads": 0}, "dali.num_threads=0"),
     ("mabt_cifar.yaml", {"data.format": "memory", "memory.size": 0}, "memory.size=0"),
+    ("mabt_cifar.yaml", {"data.format": "memory", "+memory.resolution.start": 48}, r"start=48.*from 1 to.*\(32\)"),
+    (
+        "mabt_cifar.yaml",
+        {"data.format": "memory", "+memory.resolution.start": 16, "+memory.resolution.ramp_end": 0},
+        "ramp_start < ramp_end",
+    ),
+    ("mabt_cifar.yaml", {"+memory.resolution.start": 16}, "memory.resolution is set, but data.format=image_folder"),
     ("mabt_cifar.yaml", {"optimizer.batch_size": 1}, "optimizer.batch_size=1"),
     ("mabt_cifar.yaml", {"optimizer.batch_size": 64}, "fewer than optimizer.batch_size=64"),
     ("mabt_cifar.yaml", {"method_kwargs.redundancy": "pairs"}, "method_kwargs.redundancy='pairs'"),

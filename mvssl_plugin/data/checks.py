@@ -104,11 +104,35 @@ def check_dali(cfg: DictConfig) -> None:
 
 
 def check_inmemory_options(cfg: DictConfig) -> None:
-    """``memory.size`` (an integer side, or null to keep the images' own size)."""
+    """``memory.size`` (an integer side, or null to keep the images' own size), the cache
+    folder, and the resolution ramp (:func:`check_resolution`)."""
     require(cfg, "memory.size", count, "must be an integer >= 1 (pixels per side), or null for the images' size")
     cache = select(cfg, "memory.cache_dir")
     if cache is not None and not isinstance(cache, str):
         raise ConfigError(f"memory.cache_dir={cache!r}: give a folder path, or null for the default")
+    check_resolution(cfg)
+
+
+def check_resolution(cfg: DictConfig) -> None:
+    """``memory.resolution``: ``start`` a side in pixels up to the largest pipeline's
+    ``crop_size``; ``ramp_start`` < ``ramp_end``, fractions of the run's epochs; ``multiple``
+    an integer >= 1 (:class:`mvssl_plugin.data.resolution.ResolutionRamp`)."""
+    if select(cfg, "memory.resolution") is None:
+        return
+    start = select(cfg, "memory.resolution.start")
+    full = max(int(aug.crop_size) for aug in cfg.augmentations)
+    if not count(start) or start > full:
+        raise ConfigError(
+            f"memory.resolution.start={start!r}: give the first epochs' side in pixels, an integer from 1 to "
+            f"the largest crop_size ({full}); remove memory.resolution to train at {full} px throughout"
+        )
+    ramp = [select(cfg, f"memory.resolution.{k}", d) for k, d in (("ramp_start", 0.0), ("ramp_end", 0.75))]
+    if not all(is_number(v) for v in ramp) or not 0 <= ramp[0] < ramp[1] <= 1:
+        raise ConfigError(
+            f"memory.resolution.ramp_start={ramp[0]!r}, ramp_end={ramp[1]!r}: fractions of the run's epochs "
+            "with 0 <= ramp_start < ramp_end <= 1 (the side grows from start to the full size between them)"
+        )
+    require(cfg, "memory.resolution.multiple", count, "must be an integer >= 1 (sides are multiples of it)")
 
 
 def check_data(cfg: DictConfig) -> None:
@@ -131,6 +155,11 @@ def check_data(cfg: DictConfig) -> None:
         check_dali(cfg)
     elif cfg.data.format == "memory":
         check_inmemory_options(cfg)
+    if cfg.data.format != "memory" and select(cfg, "memory.resolution") is not None:
+        raise ConfigError(
+            f"memory.resolution is set, but data.format={cfg.data.format}: only the in-memory format cuts "
+            "views at a size that changes per epoch; use data.format=memory, or remove memory.resolution"
+        )
 
 
 def nested_folder_notices(cfg: DictConfig) -> list[str]:

@@ -99,6 +99,25 @@ def test_step_times_are_measured_then_the_grids_step_then_the_baseline_ratio():
     assert "mixres" not in there  # never measured anywhere
 
 
+def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_beside_the_recipe():
+    own = [
+        {"setting": t, "s_per_step": v, "ratio_to_baseline": "1", "cpu": "avx2", "precision": "32-true"}
+        for t, v in (("baseline", "1.5"), ("recipe", "1.0"), ("ramp@16", "0.3"), ("ramp@24", "0.6"))
+    ]
+    ramp = speedrun.SETTINGS["ramp"]
+    assert ramp.sides(ramp.screen_epochs) == [16, 24, 32, 32]
+    step = speedrun.step_times_on("avx2", own, [])["ramp"]
+    assert step.seconds == pytest.approx((0.3 + 0.6 + 1.0 + 1.0) / 4)
+    assert step.basis == "mean of its epochs' sides 16/24/32/32 px (measured)"
+    assert "ramp" not in speedrun.step_times_on("avx2", own[:3], [])  # 24 px not timed: no step
+    # --step-times: each side below 32 px on its own, at a fixed crop, the recipe beside them
+    timed = speedrun.timed_points(CPU, ["ramp"])
+    assert list(timed) == ["baseline", "recipe", "ramp@16", "ramp@24"]
+    assert "augmentations.0.crop_size=16" in timed["ramp@16"].extra
+    assert not any(o.startswith("+memory.resolution") for o in timed["ramp@16"].extra)
+    assert "+memory.resolution.start=16" in ramp.screen().extra and ramp.screen().name(1) == "ramp-e4-s1"
+
+
 def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
     names = [p.name(s) for p, s in speedrun.plan(CPU)]
     assert len(names) == len(set(names))
@@ -140,7 +159,7 @@ def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epoch
     assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
 
-def test_the_batch_augmentation_beta_and_compile_levers_change_what_they_say(tiny_cifar, monkeypatch):
+def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_say(tiny_cifar, monkeypatch):
     """Each lever's overrides pass the plugin's checks (as a launch runs them, before the model is
     built) and set what the lever says: batch, crop scale, beta (by the rule, from its constant)."""
     from solo.methods.base import BaseMethod
@@ -152,7 +171,7 @@ def test_the_batch_augmentation_beta_and_compile_levers_change_what_they_say(tin
 
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
     checked = {}
-    for tag in ("recipe", "b256", "crop0.2", "beta2x", "compile"):
+    for tag in ("recipe", "b256", "crop0.2", "beta2x", "compile", "ramp"):
         recipe, extra = grid.overrides(CPU, speedrun.SETTINGS[tag].point(3), 1)
         cfg = compose_recipe(recipe, "pretrain", extra)
         adapt_to_hardware(cfg)
@@ -165,6 +184,7 @@ def test_the_batch_augmentation_beta_and_compile_levers_change_what_they_say(tin
     assert checked["beta2x"].method_kwargs.lamb == pytest.approx(2 * recipe_cfg.method_kwargs.lamb)
     assert checked["beta2x"].method_kwargs.lamb == pytest.approx(6.6 / 256)
     assert checked["compile"].performance.compile and not recipe_cfg.performance.get("compile", False)
+    assert checked["ramp"].memory.resolution.start == 16 and checked["ramp"].data.format == "memory"
     # on a GPU every setting trains at batch 512, and the batch lever at twice that, once
     gpu = grid.SCALES["gpu"]
     batches = {t: [o for o in grid.overrides(gpu, speedrun.SETTINGS[t].point(3, gpu), 1)[1] if "batch_size" in o]

@@ -27,6 +27,7 @@ from mvssl_plugin.data.inmemory.eval_loaders import MemoryEvalLoader, probe_memo
 from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
 from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
 from mvssl_plugin.data.pipeline import ViewRecipe
+from mvssl_plugin.data.resolution import ResolutionRamp
 from mvssl_plugin.errors import ConfigError, DataError
 
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
@@ -97,6 +98,23 @@ def test_views_shapes_dtype_and_mixed_resolution():
     assert all(v.dtype == torch.float32 for v in views)
     assert index.dtype == targets.dtype == torch.int64 and index.shape == targets.shape == (8,)
     assert torch.equal(targets, index % 3)
+
+
+def test_resolution_ramp_cuts_each_epochs_views_at_its_side_and_scales_small_views():
+    recipes = [cifar_recipe(num_crops=2), cifar_recipe(crop_size=16, num_crops=1, scale=(0.05, 0.14))]
+    data = loader(n=16, recipes=recipes, resolution=ResolutionRamp(start=16, full=32), epochs=3)
+    shapes = []
+    for epoch in range(3):
+        data.sampler.set_epoch(epoch)
+        shapes.append([tuple(v.shape[-2:]) for v in next(iter(data))[1]])
+    assert shapes == [[(16, 16)] * 2 + [(8, 8)], [(24, 24)] * 2 + [(12, 12)], [(32, 32)] * 2 + [(16, 16)]]
+    # the last epoch is the loader without a ramp, view for view (a resumed epoch is cut the same)
+    plain = loader(n=16, recipes=recipes)
+    plain.sampler.set_epoch(2)
+    for ours, theirs in zip(next(iter(data))[1], next(iter(plain))[1]):
+        assert torch.equal(ours, theirs)
+    with pytest.raises(ValueError, match="needs the run's epochs"):
+        loader(resolution=ResolutionRamp(start=16, full=32))
 
 
 def test_normalization_is_exact_on_solid_colours():
@@ -424,6 +442,11 @@ def test_pretrain_memory_loader_from_a_config(tmp_path):
     assert len(views) == 2 and tuple(views[0].shape) == (4, 3, 32, 32)
     assert len(list((tmp_path / "data" / ".mvssl_cache").glob("*.npy"))) == 1  # beside train/, not inside
     assert not (train / ".mvssl_cache").exists()
+    assert data.resolution is None
+    ramped = OmegaConf.merge(cfg, {"max_epochs": 4, "memory": {"resolution": {"start": 16, "ramp_end": 0.5}}})
+    data = pretrain_memory_loader(ramped, files, [0] * 10)
+    assert data.resolution == ResolutionRamp(start=16, full=32, ramp_start=0.0, ramp_end=0.5) and data.epochs == 4
+    assert [data.side(e) for e in range(4)] == [16, 24, 32, 32]
 
 
 # ---- the fast probe's feature pass ------------------------------------------------------
@@ -552,3 +575,19 @@ def test_online_validation_in_memory_is_solo_learns_val_loader(tmp_path, monkeyp
         assert len(ours) == 2
         shares.append(torch.cat([y for _, y in ours]))
     assert torch.equal(torch.stack(shares, 1).flatten(), solo_y)  # rank r takes rows r, r + 2, ...
+
+
+# ---- the resolution ramp, the way a user turns it on ------------------------------------
+
+
+@pytest.mark.slow
+def test_main_pretrain_trains_with_a_resolution_ramp_and_says_its_sides(tiny_cifar, tmp_path, monkeypatch):
+    from helpers import pretrain_args, run_entry
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # conftest's one_thread, shadowed by this module's
+
+    extra = {"data.format": "memory", "max_epochs": 2, "+memory.resolution.start": 16}
+    run = run_entry("main_pretrain.py", pretrain_args(tiny_cifar, tmp_path / "runs", **extra), tmp_path)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "mvssl: views grow from 16 to 32 px (memory.resolution): 16 px in epoch 0, 32 px in epoch 1" in run.stdout
+    assert len(list((tmp_path / "runs" / "mabt").glob("*/*ep=1.ckpt"))) == 1

@@ -5,19 +5,26 @@ With ``prefetch`` the views of step n + 1 are cut before step n is handed to tra
 GPU they are cut on a side CUDA stream, so that their kernels run while step n trains on the
 default one (the GPU otherwise waits for them at every step). Every step is seeded by its own
 number, so the views, the step count and the resume points are those of the loader without
-it."""
+it.
+
+With ``resolution`` (a :class:`~mvssl_plugin.data.resolution.ResolutionRamp`) each epoch's views
+are cut at the ramp's side for that epoch, read off the epoch Lightning sets, so a resumed run
+goes on at the size it stopped at.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
 from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
 from mvssl_plugin.data.inmemory.devices import moved
 from mvssl_plugin.data.pipeline import EpochShards, ViewRecipe, process_group, split_over
+from mvssl_plugin.data.resolution import ResolutionRamp, scaled_side
 
 
 class MemoryMultiViewLoader:
@@ -40,6 +47,9 @@ class MemoryMultiViewLoader:
         rank: this process's rank, for tests; None reads it from torch.distributed.
         prefetch: cut the next step's views before handing out this one's (see the module
             docstring); None: on a GPU only, where it overlaps the training step.
+        resolution: the side of the largest pipeline's views per epoch (the others scale
+            with it); None: every recipe's own ``crop_size`` throughout.
+        epochs: the run's epochs, which ``resolution`` is fitted to (needed with it).
     """
 
     def __init__(
@@ -54,6 +64,8 @@ class MemoryMultiViewLoader:
         world_size: int = 1,
         rank: Optional[int] = None,
         prefetch: Optional[bool] = None,
+        resolution: Optional[ResolutionRamp] = None,
+        epochs: Optional[int] = None,
     ) -> None:
         if images.dtype != torch.uint8 or images.dim() != 4 or images.shape[1] != 3:
             raise ValueError(f"images must be (N, 3, H, W) uint8, got {tuple(images.shape)} {images.dtype}")
@@ -64,6 +76,10 @@ class MemoryMultiViewLoader:
         self.device = device
         self.recipes = list(recipes)
         self.augments = [(BatchAugment(recipe), recipe.num_crops) for recipe in self.recipes]
+        if resolution is not None and (epochs is None or epochs < 1):
+            raise ValueError(f"a resolution ramp needs the run's epochs (got {epochs!r})")
+        self.resolution, self.epochs = resolution, epochs
+        self._augments_by_side: Dict[int, List[Tuple[BatchAugment, int]]] = {}
         self.batch_size = int(batch_size)
         self.seed = int(seed)
         self.shard = shard
@@ -80,6 +96,23 @@ class MemoryMultiViewLoader:
         self.images = moved(self.images, self.device)
         return self.images
 
+    def side(self, epoch: int) -> int:
+        """The largest pipeline's side during ``epoch``."""
+        full = max(recipe.crop_size for recipe in self.recipes)
+        return full if self.resolution is None else self.resolution.side(epoch, int(self.epochs or 1))
+
+    def augments_at(self, epoch: int) -> List[Tuple[BatchAugment, int]]:
+        """(augmentation, views) per pipeline for ``epoch``'s side (built once per side)."""
+        side, full = self.side(epoch), max(recipe.crop_size for recipe in self.recipes)
+        if side == full:
+            return self.augments
+        if side not in self._augments_by_side:
+            self._augments_by_side[side] = [
+                (BatchAugment(dataclasses.replace(r, crop_size=scaled_side(r.crop_size, side, full))), r.num_crops)
+                for r in self.recipes
+            ]
+        return self._augments_by_side[side]
+
     def __len__(self) -> int:
         return self.sampler.shard_size(self.world_size) // self.batch_size
 
@@ -91,6 +124,7 @@ class MemoryMultiViewLoader:
         images = self._place()
         rank, world = self._rank_and_world()
         epoch = self.sampler.epoch
+        augments = self.augments_at(epoch)
         order = torch.from_numpy(self.sampler.indices(rank if self.shard else 0, world))
         steps = len(self)
         ahead = self.prefetch if self.prefetch is not None else images.device.type == "cuda"
@@ -100,7 +134,7 @@ class MemoryMultiViewLoader:
             index = order[step * self.batch_size : (step + 1) * self.batch_size]
             with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
                 batch = images.index_select(0, index.to(images.device))
-                return index, seeded_views(self.augments, batch, step_seed(self.seed, epoch, rank, step))
+                return index, seeded_views(augments, batch, step_seed(self.seed, epoch, rank, step))
 
         ready = cut(0) if ahead and steps else None
         for step in range(steps):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -13,6 +13,31 @@ from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, defaul
 from mvssl_plugin.data.inmemory.devices import training_device
 from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
 from mvssl_plugin.data.pipeline import ViewRecipe
+from mvssl_plugin.data.resolution import ResolutionRamp
+
+
+def describe_ramp(ramp: ResolutionRamp, epochs: int) -> str:
+    """One line: each side and the epochs (0-based, as the epoch lines) it is trained at."""
+    sides, spans = ramp.sides(epochs), []
+    for side in dict.fromkeys(sides):
+        at = [e for e, s in enumerate(sides) if s == side]
+        spans.append(f"{side} px in epoch{'s' if len(at) > 1 else ''} {at[0]}{f'-{at[-1]}' if len(at) > 1 else ''}")
+    return f"views grow from {ramp.start} to {ramp.full} px (memory.resolution): " + ", ".join(spans)
+
+
+def resolution_ramp(cfg: DictConfig) -> Optional[ResolutionRamp]:
+    """``memory.resolution`` as a ramp of the largest pipeline's side (None when unset; its
+    values checked by :func:`mvssl_plugin.data.checks.check_inmemory_options`)."""
+    start = OmegaConf.select(cfg, "memory.resolution.start", default=None)
+    if start is None:
+        return None
+    return ResolutionRamp(
+        start=int(start),
+        full=max(int(aug.crop_size) for aug in cfg.augmentations),
+        ramp_start=float(OmegaConf.select(cfg, "memory.resolution.ramp_start", default=0.0)),
+        ramp_end=float(OmegaConf.select(cfg, "memory.resolution.ramp_end", default=0.75)),
+        multiple=int(OmegaConf.select(cfg, "memory.resolution.multiple", default=8)),
+    )
 
 
 def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Sequence[int]) -> MemoryMultiViewLoader:
@@ -21,7 +46,8 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
 
     Optional keys: ``memory.size`` (store every image at size x size), ``memory.cache_dir``
     (default :func:`default_cache_dir` of ``data.train_path``), ``memory.prefetch`` (cut the
-    next step's views while this one trains; null: on a GPU only).
+    next step's views while this one trains; null: on a GPU only), ``memory.resolution``
+    (smaller views early in the run: :func:`resolution_ramp`).
     """
     device = training_device(cfg)
     world = world_size(cfg)
@@ -39,6 +65,9 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
     images = decode_to_uint8(
         files, None if size is None else int(size), cache, check=fits, notify=lambda text: print(f"mvssl: {text}")
     )
+    ramp, epochs = resolution_ramp(cfg), int(OmegaConf.select(cfg, "max_epochs", default=1) or 1)
+    if ramp is not None:
+        print(f"mvssl: {describe_ramp(ramp, epochs)}")
     return MemoryMultiViewLoader(
         images,
         targets,
@@ -49,4 +78,6 @@ def pretrain_memory_loader(cfg: DictConfig, files: Sequence[str], targets: Seque
         shard=not view_parallel,
         world_size=world,
         prefetch=OmegaConf.select(cfg, "memory.prefetch", default=None),
+        resolution=ramp,
+        epochs=epochs,
     )

@@ -1,0 +1,59 @@
+"""The resolution ramp: the side per epoch is the docstring's equation, grows monotonically to
+the full size by the last epoch, and refuses settings it cannot honour."""
+
+from __future__ import annotations
+
+import pytest
+
+from mvssl_plugin.data.resolution import ResolutionRamp, scaled_side
+
+
+@pytest.mark.parametrize(
+    "epochs,sides",
+    [
+        (1, [32]),  # a 1-epoch run trains at the full size
+        (2, [16, 32]),
+        (3, [16, 24, 32]),  # t = 0.5: 16 + 16 * 0.5 / 0.75 = 26.7 -> 24
+        (5, [16, 24, 24, 32, 32]),  # t = 0.25: 21.3 -> 24; t = 0.75: 32
+    ],
+)
+def test_sides_follow_the_equation_and_end_at_the_full_size(epochs, sides):
+    assert ResolutionRamp(start=16, full=32).sides(epochs) == sides
+
+
+def test_ramp_start_holds_the_start_side_and_multiple_rounds():
+    ramp = ResolutionRamp(start=8, full=32, ramp_start=0.5, ramp_end=1.0, multiple=4)
+    # t = e / 10: 8 px until t = 0.5, then 8 + 24 * (t - 0.5) / 0.5, to the nearest 4
+    assert ramp.sides(11) == [8, 8, 8, 8, 8, 8, 12, 16, 24, 28, 32]
+
+
+def test_sides_never_shrink_and_stay_within_start_and_full():
+    for epochs in range(1, 40):
+        sides = ResolutionRamp(start=16, full=32).sides(epochs)
+        assert sides == sorted(sides) and sides[-1] == 32 and min(sides) >= 16
+
+
+def test_cost_is_the_pixel_fraction():
+    assert ResolutionRamp(start=16, full=32).cost(3) == pytest.approx((16**2 + 24**2 + 32**2) / (3 * 32**2))
+    assert ResolutionRamp(start=32, full=32).cost(7) == 1.0
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"start": 40}, "start=40"),
+        ({"start": 0}, "start=0"),
+        ({"ramp_start": 0.8, "ramp_end": 0.5}, "ramp_start < ramp_end"),
+        ({"ramp_end": 1.5}, "ramp_end <= 1"),
+        ({"multiple": 0}, "multiple=0"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ResolutionRamp(**{"start": 16, "full": 32, **kwargs})
+
+
+def test_small_views_scale_with_the_largest():
+    assert scaled_side(16, largest=16, full=32) == 8
+    assert scaled_side(24, largest=24, full=32) == 18
+    assert scaled_side(2, largest=8, full=32) == 1  # never below a pixel
