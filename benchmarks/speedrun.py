@@ -149,6 +149,8 @@ SETTINGS = {
                 overrides=LARS),
         Setting("mixres", "2 views at 32 px + 2 at 16 px", m=4, warmup=None,
                 overrides=("augmentations=cifar_multicrop", "data.num_views=4", "+data.num_small_views=2")),
+        # the claims grid's m = 4 runs are this training (``CLAIMS_IMPORTS``): imported, not trained again
+        Setting("m4", "4 views at 32 px", m=4, overrides=("data.num_views=4",), warmup=None, grid_step=True),
         Setting("d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",),
                 d=128, warmup=None),
         Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5, warmup=None),
@@ -177,7 +179,9 @@ LEVERS = (
     speedrun_report.Lever("peak lr", "cos-lr4e-3", "cos-lr2e-3", "lr 4e-3 vs 2e-3, both scheduled"),
     speedrun_report.Lever("constant lr", "lr1e-3", "recipe", "lr 1e-3 vs 5e-4, both constant"),
     speedrun_report.Lever("optimizer", "lars", "cos-lr1e-3", "LARS (solo-learn's settings) vs Adam, both scheduled"),
+    speedrun_report.Lever("views", "m4", "recipe", "4 views vs 2, all at 32 px"),
     speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
+    speedrun_report.Lever("resolution", "mixres", "m4", "2 of the 4 views at 16 px vs all 4 at 32 px"),
     speedrun_report.Lever("resolution", "ramp", "recipe", "16 -> 32 px over the run vs 32 px throughout"),
     speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
     speedrun_report.Lever("width", "w24", "recipe", "width 24 vs 16"),
@@ -189,7 +193,7 @@ LEVERS = (
 #: the order runs are started in: the levers' first seeds (short; the peer's screen too, which
 #: fits a session where its full run does not and is too large to carry), the record and the
 #: peer, then the second seeds
-SCREEN = ("recipe", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres", "cos-lr4e-3",
+SCREEN = ("recipe", "m4", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres", "cos-lr4e-3",
           "d128", "w24", "b256", "crop0.2", "beta2x", "ramp")  # fmt: skip
 
 
@@ -201,31 +205,39 @@ RECORD_CANDIDATES = ("lr1e-3",)
 #: the claims grid's run of the recipe's training (2 views, d = 256, the rule, Adam at a constant lr, all
 #: of CIFAR-10): without a schedule its first epochs are the recipe's screen and record, not trained again
 CLAIMS_CONST = Point("mabt", 2, 256, "rule", 1.0, BASE_EPOCHS, ("projector", "data"), True)
+#: the claims grid's runs that are a speedrun setting's training (the same composed config but its
+#: name and folder): setting -> (the grid's point, the setting's epochs taken from it)
+CLAIMS_IMPORTS = {
+    "recipe": (CLAIMS_CONST, (SCREEN_EPOCHS, RECORD_EPOCHS)),
+    "m4": (Point("mabt", 4, 256, "rule", 1.0, BASE_EPOCHS, ("views",), True), (SCREEN_EPOCHS,)),
+}
 
 
 def import_claims(out: Path, claims: Path) -> List[str]:
-    """Copies the claims grid's ``mabt`` m = 2, d = 256, rule runs (``CLAIMS_CONST``, both seeds)
-    into ``out``'s CSVs as the recipe's ``recipe-e{SCREEN_EPOCHS}-s*`` and ``recipe-e{RECORD_EPOCHS}-s*``
-    (their first epochs): without a schedule a shorter run is the longer one's prefix
-    (``claims.runner.prefix_run``), so these are the runs the speedrun would train. Each row names
-    its source; a run already in ``out`` is left alone. Returns the runs added."""
+    """Copies the claims grid's runs of ``CLAIMS_IMPORTS`` (both seeds) into ``out``'s CSVs as
+    the setting's runs of those epochs (``recipe-e{SCREEN_EPOCHS}-s*``, ``recipe-e{RECORD_EPOCHS}-s*``,
+    ``m4-e{SCREEN_EPOCHS}-s*``: their first epochs): without a schedule a shorter run is the
+    longer one's prefix (``claims.runner.prefix_run``), so these are the runs the speedrun would
+    train. Each row names its source; a run already in ``out`` is left alone. Returns the runs
+    added."""
     curves, results = read_csv(out / "curves.csv"), read_csv(out / "results.csv")
     claims_curves, claims_results = read_csv(claims / "curves.csv"), read_csv(claims / "results.csv")
     added = []
-    for seed in (1, 2):
-        source = CLAIMS_CONST.name(seed)
-        rows = speedrun_report.curve_of(claims_curves, source)
-        final = next((r for r in claims_results if r["run"] == source), None)
-        for epochs in (SCREEN_EPOCHS, RECORD_EPOCHS):
-            name = SETTINGS["recipe"].point(epochs).name(seed)
-            if final is None or len(rows) < epochs or any(r["run"] == name for r in results):
-                continue
-            copied = [{**r, "run": name, "source": source} for r in rows[:epochs]]
-            curves = [r for r in curves if r["run"] != name] + copied
-            last = {k: copied[-1][k] for k in final if k in copied[-1]}
-            where = f"claims grid's {source}, commit {final.get('commit', '?')}"
-            results.append({**final, **last, "run": name, "epochs": epochs, "source": where})
-            added.append(name)
+    for tag, (point, all_epochs) in CLAIMS_IMPORTS.items():
+        for seed in (1, 2):
+            source = point.name(seed)
+            rows = speedrun_report.curve_of(claims_curves, source)
+            final = next((r for r in claims_results if r["run"] == source), None)
+            for epochs in all_epochs:
+                name = SETTINGS[tag].point(epochs).name(seed)
+                if final is None or len(rows) < epochs or any(r["run"] == name for r in results):
+                    continue
+                copied = [{**r, "run": name, "source": source} for r in rows[:epochs]]
+                curves = [r for r in curves if r["run"] != name] + copied
+                last = {k: copied[-1][k] for k in final if k in copied[-1]}
+                where = f"claims grid's {source}, commit {final.get('commit', '?')}"
+                results.append({**final, **last, "run": name, "epochs": epochs, "source": where})
+                added.append(name)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "curves.csv", curves)
     write_csv(out / "results.csv", results)

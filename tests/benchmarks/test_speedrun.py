@@ -250,12 +250,15 @@ def test_the_claims_grids_runs_of_the_recipe_come_in_as_its_screen_and_record_na
 
     claims, out = tmp_path / "claims", tmp_path / "speedrun"
     claims.mkdir()
-    source = speedrun.CLAIMS_CONST.name(1)
-    write_csv(
-        claims / "curves.csv", [{**r, "seed": "1", "views_seen": r["step"]} for r in _curve(source, range(40, 60))]
-    )
-    write_csv(claims / "results.csv", [{"run": source, "seed": "1", "knn_backbone": "59", "commit": "abc"}])
-    assert speedrun.import_claims(out, claims) == ["recipe-e3-s1", "recipe-e18-s1"]  # no seed 2 in the grid here
+    source, m4 = speedrun.CLAIMS_CONST.name(1), speedrun.CLAIMS_IMPORTS["m4"][0].name(1)
+    assert m4 == "mabt-m4-d256-rule-f1-e20-s1"
+    curves = _curve(source, range(40, 60)) + _curve(m4, range(44, 64))
+    write_csv(claims / "curves.csv", [{**r, "seed": "1", "views_seen": r["step"]} for r in curves])
+    finals = [{"run": run, "seed": "1", "knn_backbone": "59", "commit": "abc"} for run in (source, m4)]
+    write_csv(claims / "results.csv", finals)
+    # no seed 2 in the grid here; the m = 4 run is the m4 setting's screen only
+    assert speedrun.import_claims(out, claims) == ["recipe-e3-s1", "recipe-e18-s1", "m4-e3-s1"]
+    assert {r["run"]: r["knn_backbone"] for r in read_csv(out / "results.csv")}["m4-e3-s1"] == "46"
     results = {r["run"]: r for r in read_csv(out / "results.csv")}
     assert results["recipe-e3-s1"]["knn_backbone"] == "42" and results["recipe-e3-s1"]["epochs"] == "3"
     assert results["recipe-e18-s1"]["knn_backbone"] == "57" and "claims grid's" in results["recipe-e18-s1"]["source"]
