@@ -80,6 +80,7 @@ class Setting:
     width_factor: float = 1.0  # the backbone's width over the scale's (16 on the CPU, 64 on a GPU)
     batch_factor: float = 1.0  # the batch over the scale's (128 on the CPU, 512 on a GPU)
     resolution_start: Optional[int] = None  # memory.resolution.start: views grow from this side to 32 px
+    anchor: str = "recipe"  # where its step is only a ratio: the setting it is timed against (step_times_on)
     screen_epochs: int = SCREEN_EPOCHS  # its screen's epochs (a cheaper epoch may screen more of them)
 
     def ramp(self) -> Optional[ResolutionRamp]:
@@ -168,7 +169,8 @@ SETTINGS = {
                 overrides=("performance.compile=true",)),
         Setting("peer", "solo-learn's barlow_twins CIFAR recipe as it ships", "solo_barlow_cifar_cpu.yaml",
                 overrides=("method_kwargs.lamb=0.0051",), method="barlow_twins", d=2048,
-                warmup=0.01),  # solo-learn's 10 warm-up epochs of 1000
+                warmup=0.01,  # solo-learn's 10 warm-up epochs of 1000
+                anchor="baseline"),  # its 2048-2048 projector: a step of the baseline's kind
     )
 }  # fmt: skip
 #: each lever: the setting that changes one thing, against the one it changes it in
@@ -373,16 +375,37 @@ def same_work(a: Setting, b: Setting) -> bool:
 def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Dict[str, speedrun_report.StepTime]:
     """setting -> its step time on ``machine``: measured there (``own``: the speedrun's
     steps.csv), else the claims grid's step where the setting's step is one of the grid's
-    (``claims``: its step_times.csv), else the setting's ratio to the baseline, measured on the
-    first machine that measured it, times the baseline's step on ``machine``."""
+    (``claims``: its step_times.csv), else its ratio to its anchor (``Setting.anchor``: the
+    recipe it changes one thing of, or the claims baseline), measured on the first machine that
+    measured it, times the anchor's step on ``machine``. A ratio to the recipe keeps a change
+    that costs nothing at no cost; one to the baseline would carry over how the baseline's
+    d = 2048 projector weighs against the recipe's on the other machine (0.67 on the AVX2 EPYC
+    in fp32, 0.59 on the bf16 one). A resolution ramp: the mean of its sides' (``ramp_step``)."""
     StepTime = speedrun_report.StepTime
     here = {r["setting"]: r for r in own if r["cpu"] == machine}
     grid = {(r["method"], int(r["m"]), int(r["d"]), int(r["width"])): r for r in claims if r["cpu"] == machine}
     base = grid.get((BASELINE.method, BASELINE.m, BASELINE.d, BASELINE.width))
-    out = {}
-    sides = {t: r for t, r in here.items() if "@" in t}
-    for tag, r in sides.items():
-        out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
+    anchors: Dict[str, StepTime] = {}
+    if base is not None:
+        anchors["baseline"] = StepTime(float(base["s_per_step"]), machine, base["precision"], "claims grid's step")
+    out: Dict[str, StepTime] = {}
+
+    def by_ratio(tag: str, anchor: str) -> Optional[StepTime]:
+        """``tag``'s ratio to ``anchor`` where it was measured x the anchor's step on ``machine``."""
+        row = next((r for r in own if r["setting"] == tag), None)
+        if row is None:
+            return None
+        mate = next((r for r in own if r["setting"] == anchor and r["cpu"] == row["cpu"]), None)
+        if anchor != "baseline" and (mate is None or anchor not in out):
+            anchor = "baseline"  # the anchor not measured beside it, or unknown here
+        if anchor == "baseline":
+            if "baseline" not in anchors:
+                return None
+            ratio, step = float(row["ratio_to_baseline"]), anchors["baseline"]
+        else:  # both ratios to the baseline of their own round: the baseline's drift cancels
+            ratio, step = float(row["ratio_to_baseline"]) / float(mate["ratio_to_baseline"]), out[anchor]
+        return StepTime(ratio * step.seconds, machine, step.precision, f"ratio to the {anchor} on {row['cpu']}")
+
     for tag, s in SETTINGS.items():
         if s.ramp() is not None:
             continue  # below, from its sides
@@ -397,14 +420,19 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
         elif s.grid_step and (s.method, s.m, s.d, 16) in grid:
             r = grid[(s.method, s.m, s.d, 16)]
             out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "claims grid's step")
-        elif base is not None:
-            ratio = next((r for r in own if r["setting"] == tag), None)
-            if ratio is not None:
-                seconds = float(ratio["ratio_to_baseline"]) * float(base["s_per_step"])
-                out[tag] = StepTime(seconds, machine, base["precision"], f"ratio to the baseline on {ratio['cpu']}")
+        elif (step := by_ratio(tag, s.anchor)) is not None:
+            out[tag] = step
     for tag, s in SETTINGS.items():
-        step = ramp_step(tag, out) if s.ramp() is not None else None
-        if step is not None:
+        if s.ramp() is None:
+            continue
+        for side in set(s.sides(s.screen_epochs)) - {FULL_SIDE}:
+            name = side_tag(tag, side)
+            if name in here:
+                r = here[name]
+                out[name] = StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
+            elif (step := by_ratio(name, s.anchor)) is not None:
+                out[name] = step
+        if (step := ramp_step(tag, out)) is not None:
             out[tag] = step
     return out
 

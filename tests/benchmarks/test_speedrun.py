@@ -81,7 +81,7 @@ def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
     assert "| +1.00 | a |" in report.untimed_table([untimed])[2]
 
 
-def test_step_times_are_measured_then_the_grids_step_then_the_baseline_ratio():
+def test_step_times_are_measured_then_the_grids_step_then_a_ratio_to_the_recipe_or_the_baseline():
     own = [
         {"setting": "lars", "s_per_step": "0.6", "ratio_to_baseline": "0.75", "cpu": "avx2", "precision": "32-true"},
         {"setting": "baseline", "s_per_step": "0.8", "ratio_to_baseline": "1.0", "cpu": "avx2", "precision": "32-true"},
@@ -97,6 +97,19 @@ def test_step_times_are_measured_then_the_grids_step_then_the_baseline_ratio():
     assert there["lars"].seconds == pytest.approx(0.75 * 0.4)  # not a grid step: its ratio x the baseline there
     assert there["lars"].basis == "ratio to the baseline on avx2"
     assert "mixres" not in there  # never measured anywhere
+    # with the recipe measured beside it, a variant of the recipe is its ratio to the recipe x the
+    # recipe's step there (a change that costs nothing costs nothing there too); the peer, not a
+    # variant of the recipe, stays a ratio to the baseline
+    own += [
+        {"setting": t, "s_per_step": v, "ratio_to_baseline": r, "cpu": "avx2", "precision": "32-true"}
+        for t, v, r in (("recipe", "0.4", "0.5"), ("peer", "1.6", "2.0"), ("ramp@16", "0.12", "0.15"),
+                        ("ramp@24", "0.24", "0.3"))
+    ]  # fmt: skip
+    there = speedrun.step_times_on("bf16", own, claims)
+    assert there["lars"].seconds == pytest.approx(0.75 / 0.5 * 0.25)
+    assert there["lars"].basis == "ratio to the recipe on avx2"
+    assert there["peer"].seconds == pytest.approx(2.0 * 0.4) and there["peer"].basis == "ratio to the baseline on avx2"
+    assert there["ramp"].seconds == pytest.approx((0.15 / 0.5 * 0.25 + 0.3 / 0.5 * 0.25 + 0.25 + 0.25) / 4)
 
 
 def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_beside_the_recipe():
