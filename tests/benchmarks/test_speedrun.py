@@ -134,6 +134,8 @@ def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_besi
 def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
     names = [p.name(s) for p, s in speedrun.plan(CPU)]
     assert len(names) == len(set(names))
+    # a screen that beat the recipe gets its second seed before any record run
+    assert names.index("ramp-e4-s2") < names.index("lr1e-3-e3-s2") + 2 < names.index("recipe-e18-s1")
     for point, seed in speedrun.plan(CPU):
         assert speedrun.find(CPU, point.name(seed)) == (point, seed)
         assert speedrun.setting_of(point.name(seed)) == point.tag
@@ -156,6 +158,8 @@ def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_sch
     write_csv(scale.results, finished)
     assert runner.prefix_run(scale, speedrun.SETTINGS["lr1e-3"].point(18), 1) == speedrun.SETTINGS["lr1e-3"].point(3)
     assert runner.prefix_run(scale, speedrun.SETTINGS["cos-lr1e-3"].point(18), 1) is None
+    # a resolution ramp is fitted to its epochs too: its sides at 18 epochs are not its 4-epoch screen's
+    assert not speedrun.SETTINGS["ramp"].point(18).extendable and speedrun.SETTINGS["lr1e-3"].point(18).extendable
     assert ("lr1e-3-e18-s1" in [p.name(s) for p, s in speedrun.plan(CPU)]) == ("lr1e-3" in speedrun.RECORD_CANDIDATES)
 
 
