@@ -17,6 +17,7 @@ from mvssl_plugin.data.imagefolder import (
     match_classes,
     nested_class_folders,
 )
+from mvssl_plugin.data.resolution import full_side
 from mvssl_plugin.errors import ConfigError
 
 SUPPORTED_DATASETS = ("cifar10", "cifar100", "stl10", "imagenet", "imagenet100", "custom")
@@ -120,7 +121,7 @@ def check_resolution(cfg: DictConfig) -> None:
     if select(cfg, "memory.resolution") is None:
         return
     start = select(cfg, "memory.resolution.start")
-    full = max(int(aug.crop_size) for aug in cfg.augmentations)
+    full = full_side(cfg.augmentations)
     if not count(start) or start > full:
         raise ConfigError(
             f"memory.resolution.start={start!r}: give the first epochs' side in pixels, an integer from 1 to "

@@ -19,7 +19,7 @@ by the same ``side / full``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List
+from typing import Any, Iterable, List
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,12 @@ class ResolutionRamp:
         epochs): what the backbone's work shrinks to, before the per-step overheads that do
         not shrink with the image."""
         return sum(s * s for s in self.sides(epochs)) / (self.full * self.full * max(1, epochs))
+
+
+def full_side(pipelines: Iterable[Any]) -> int:
+    """The side a ramp ends at: the largest pipeline's ``crop_size`` (of the YAML's
+    ``augmentations`` or of their :class:`~mvssl_plugin.data.pipeline.ViewRecipe`)."""
+    return max(int(pipeline.crop_size) for pipeline in pipelines)
 
 
 def scaled_side(side: int, largest: int, full: int) -> int:

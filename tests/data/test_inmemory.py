@@ -115,6 +115,8 @@ def test_resolution_ramp_cuts_each_epochs_views_at_its_side_and_scales_small_vie
         assert torch.equal(ours, theirs)
     with pytest.raises(ValueError, match="needs the run's epochs"):
         loader(resolution=ResolutionRamp(start=16, full=32))
+    with pytest.raises(ValueError, match="ends at 24 px, the largest recipe is 32 px"):
+        loader(recipes=recipes, resolution=ResolutionRamp(start=16, full=24), epochs=3)
 
 
 def test_normalization_is_exact_on_solid_colours():

@@ -3,9 +3,11 @@ the full size by the last epoch, and refuses settings it cannot honour."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from mvssl_plugin.data.resolution import ResolutionRamp, scaled_side
+from mvssl_plugin.data.resolution import ResolutionRamp, full_side, scaled_side
 
 
 @pytest.mark.parametrize(
@@ -51,6 +53,12 @@ def test_cost_is_the_pixel_fraction():
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ResolutionRamp(**{"start": 16, "full": 32, **kwargs})
+
+
+def test_the_full_side_is_the_largest_pipelines():
+    """The YAML's pipelines and the ViewRecipes both carry ``crop_size``; the order does not matter."""
+    assert full_side([SimpleNamespace(crop_size=16), SimpleNamespace(crop_size=32), SimpleNamespace(crop_size=8)]) == 32
+    assert full_side([SimpleNamespace(crop_size=24)]) == 24
 
 
 def test_small_views_scale_with_the_largest():

@@ -24,7 +24,7 @@ import torch
 from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
 from mvssl_plugin.data.inmemory.devices import moved
 from mvssl_plugin.data.pipeline import EpochShards, ViewRecipe, process_group, split_over
-from mvssl_plugin.data.resolution import ResolutionRamp, scaled_side
+from mvssl_plugin.data.resolution import ResolutionRamp, full_side, scaled_side
 
 
 class MemoryMultiViewLoader:
@@ -76,8 +76,11 @@ class MemoryMultiViewLoader:
         self.device = device
         self.recipes = list(recipes)
         self.augments = [(BatchAugment(recipe), recipe.num_crops) for recipe in self.recipes]
+        self.full = full_side(self.recipes)
         if resolution is not None and (epochs is None or epochs < 1):
             raise ValueError(f"a resolution ramp needs the run's epochs (got {epochs!r})")
+        if resolution is not None and resolution.full != self.full:
+            raise ValueError(f"the ramp ends at {resolution.full} px, the largest recipe is {self.full} px")
         self.resolution, self.epochs = resolution, epochs
         self._augments_by_side: Dict[int, List[Tuple[BatchAugment, int]]] = {}
         self.batch_size = int(batch_size)
@@ -98,17 +101,16 @@ class MemoryMultiViewLoader:
 
     def side(self, epoch: int) -> int:
         """The largest pipeline's side during ``epoch``."""
-        full = max(recipe.crop_size for recipe in self.recipes)
-        return full if self.resolution is None else self.resolution.side(epoch, int(self.epochs or 1))
+        return self.full if self.resolution is None else self.resolution.side(epoch, int(self.epochs or 1))
 
     def augments_at(self, epoch: int) -> List[Tuple[BatchAugment, int]]:
         """(augmentation, views) per pipeline for ``epoch``'s side (built once per side)."""
-        side, full = self.side(epoch), max(recipe.crop_size for recipe in self.recipes)
-        if side == full:
+        side = self.side(epoch)
+        if side == self.full:
             return self.augments
         if side not in self._augments_by_side:
             self._augments_by_side[side] = [
-                (BatchAugment(dataclasses.replace(r, crop_size=scaled_side(r.crop_size, side, full))), r.num_crops)
+                (BatchAugment(dataclasses.replace(r, crop_size=scaled_side(r.crop_size, side, self.full))), r.num_crops)
                 for r in self.recipes
             ]
         return self._augments_by_side[side]

@@ -13,7 +13,7 @@ from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, defaul
 from mvssl_plugin.data.inmemory.devices import training_device
 from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
 from mvssl_plugin.data.pipeline import ViewRecipe
-from mvssl_plugin.data.resolution import ResolutionRamp
+from mvssl_plugin.data.resolution import ResolutionRamp, full_side
 
 
 def describe_ramp(ramp: ResolutionRamp, epochs: int) -> str:
@@ -33,7 +33,7 @@ def resolution_ramp(cfg: DictConfig) -> Optional[ResolutionRamp]:
         return None
     return ResolutionRamp(
         start=int(start),
-        full=max(int(aug.crop_size) for aug in cfg.augmentations),
+        full=full_side(cfg.augmentations),
         ramp_start=float(OmegaConf.select(cfg, "memory.resolution.ramp_start", default=0.0)),
         ramp_end=float(OmegaConf.select(cfg, "memory.resolution.ramp_end", default=0.75)),
         multiple=int(OmegaConf.select(cfg, "memory.resolution.multiple", default=8)),
