@@ -412,32 +412,35 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
             ratio, step = float(row["ratio_to_baseline"]) / float(mate["ratio_to_baseline"]), out[anchor]
         return StepTime(ratio * step.seconds, machine, step.precision, f"ratio to the {anchor} on {row['cpu']}")
 
+    def measured(name: str) -> Optional[StepTime]:
+        r = here.get(name)
+        return None if r is None else StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
+
+    def same_work_step(s: Setting) -> Optional[StepTime]:
+        """A measured setting's step that does the same work (a schedule, the augmentation's
+        scale or beta change no work of the step)."""
+        if not s.grid_step:
+            return None
+        for t, r in here.items():
+            if t in SETTINGS and SETTINGS[t].grid_step and same_work(SETTINGS[t], s):
+                return StepTime(float(r["s_per_step"]), machine, r["precision"], f"{t}'s step, measured")
+        return None
+
+    def grid_step(s: Setting) -> Optional[StepTime]:
+        r = grid.get((s.method, s.m, s.d, 16)) if s.grid_step else None
+        return None if r is None else StepTime(float(r["s_per_step"]), machine, r["precision"], "claims grid's step")
+
+    # plain settings first, in SETTINGS' order (an anchor before what it anchors); then each
+    # ramp from its sides, timed like plain settings against the same anchor
     for tag, s in SETTINGS.items():
-        if s.ramp() is not None:
-            continue  # below, from its sides
-        grid_steps = [t for t in here if t in SETTINGS and SETTINGS[t].grid_step] if s.grid_step else []
-        same_step = [t for t in grid_steps if same_work(SETTINGS[t], s)]
-        if tag in here:
-            r = here[tag]
-            out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
-        elif same_step:  # a schedule, the augmentation's scale or beta changes no work of the step
-            r = here[same_step[0]]
-            out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], f"{same_step[0]}'s step, measured")
-        elif s.grid_step and (s.method, s.m, s.d, 16) in grid:
-            r = grid[(s.method, s.m, s.d, 16)]
-            out[tag] = StepTime(float(r["s_per_step"]), machine, r["precision"], "claims grid's step")
-        elif (step := by_ratio(tag, s.anchor)) is not None:
+        if s.ramp() is None and (step := measured(tag) or same_work_step(s) or grid_step(s) or by_ratio(tag, s.anchor)):
             out[tag] = step
     for tag, s in SETTINGS.items():
         if s.ramp() is None:
             continue
         for side in set(s.sides(s.screen_epochs)) - {FULL_SIDE}:
-            name = side_tag(tag, side)
-            if name in here:
-                r = here[name]
-                out[name] = StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
-            elif (step := by_ratio(name, s.anchor)) is not None:
-                out[name] = step
+            if step := measured(side_tag(tag, side)) or by_ratio(side_tag(tag, side), s.anchor):
+                out[side_tag(tag, side)] = step
         if (step := ramp_step(tag, out)) is not None:
             out[tag] = step
     return out
