@@ -9,25 +9,25 @@ solo-learn's ``LinearModel``.
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import TYPE_CHECKING, Tuple
 
-import torch
 from omegaconf import DictConfig
-from torch import nn
 
 from mvssl_plugin.config import adapt_to_hardware, check_probe_cfg, open_cfg
 from mvssl_plugin.config.pretrained import backbone_from_run, cifar_stem_of_run
 from mvssl_plugin.data.checks import apply_backbone_defaults
-from mvssl_plugin.data.datasets import classification_loaders
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.eval.fast_probe import fast_probe
 from mvssl_plugin.registry import PLUGIN_BACKBONES, register
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 def build_backbone(cfg: DictConfig) -> nn.Module:
     """solo-learn's backbone for ``cfg.backbone``, with its CIFAR stem for ResNets where the
     pretraining run had it (:func:`~mvssl_plugin.config.pretrained.cifar_stem_of_run`)."""
     from solo.methods.base import BaseMethod
+    from torch import nn
 
     backbone = BaseMethod._BACKBONES[cfg.backbone.name](method=cfg.pretrain_method, **cfg.backbone.kwargs)
     if cfg.backbone.name.startswith("resnet"):
@@ -40,6 +40,8 @@ def build_backbone(cfg: DictConfig) -> nn.Module:
 
 def load_backbone_weights(backbone: nn.Module, ckpt_path: str) -> None:
     """Loads ``backbone.*`` from a solo-learn checkpoint; every tensor must match by name and shape."""
+    import torch
+
     try:
         state = torch.load(ckpt_path, map_location="cpu", weights_only=False)["state_dict"]
     except Exception as err:  # a zip archive that is not a Lightning checkpoint
@@ -63,12 +65,14 @@ def load_backbone_weights(backbone: nn.Module, ckpt_path: str) -> None:
 def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Module]:
     """Checks and completes a linear config as solo-learn's parser does; returns it with
     the pretrained backbone loaded."""
-    # local: solo-learn and Lightning (~5 s) load when a run starts, not for mvssl-linear --help
+    # local: torch, Lightning and solo-learn (~5 s) load when a run starts, not for mvssl-linear
+    # --help, and after cli.exits.with_openmp_wait has set OMP_WAIT_POLICY: this module imports no torch
     from lightning.pytorch import seed_everything
     from solo.args.linear import parse_cfg
     from solo.methods.base import BaseMethod
 
     from mvssl_plugin.train.checks import check_linear_cfg
+    from mvssl_plugin.train.summary import cpu_text
 
     cfg = open_cfg(cfg)
     register()
@@ -78,6 +82,7 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
     notices += backbone_from_run(cfg, tuple(PLUGIN_BACKBONES))
     for notice in notices:
         notify(f"mvssl: {notice}")
+    notify(f"mvssl: hardware {cfg.accelerator}{cpu_text(cfg)}")  # pretraining's start block says it too
     apply_backbone_defaults(cfg, tuple(PLUGIN_BACKBONES))
     cfg = parse_cfg(cfg)
     seed_everything(cfg.seed)
@@ -90,9 +95,12 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
 def linear(cfg: DictConfig):
     """Trains a linear classifier on a frozen pretrained backbone; returns the Trainer
     (solo-learn's flow), or the fast probe's results when the recipe has a ``probe`` block."""
-    # local: solo-learn and Lightning, as in checked_backbone
+    # local: torch, Lightning and solo-learn, as in checked_backbone
     from solo.methods.linear import LinearModel
+    from torch import nn
 
+    from mvssl_plugin.data.datasets import classification_loaders
+    from mvssl_plugin.eval.fast_probe import fast_probe
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.trainer import fit
 

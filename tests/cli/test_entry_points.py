@@ -82,6 +82,32 @@ def test_linear_evaluation_loads_the_checkpoint(pretrained, tiny_cifar, tmp_path
         torch.testing.assert_close(lin[key], pre[key])
 
 
+def test_hydra_entry_points_import_no_torch_before_the_openmp_wait_is_set():
+    """OpenMP reads OMP_WAIT_POLICY once, when torch loads: ``cli.exits.with_openmp_wait`` can set
+    it only if importing the entry point has not loaded torch already."""
+    code = "import sys, mvssl_plugin.cli.pretrain, mvssl_plugin.cli.linear; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_linear_sleeps_openmp_threads_beside_loader_workers(pretrained, tiny_cifar, tmp_path):
+    args = [
+        "--config-name",
+        "linear_cifar.yaml",
+        f"pretrained_feature_extractor={pretrained}",
+        *[
+            o
+            for o in tiny_overrides(tiny_cifar, tmp_path, **{"data.num_workers": 1})
+            if not o.startswith(("method_kwargs", "auto_resume"))
+        ],
+    ]
+    result = run_entry("main_linear.py", args, cwd=tmp_path, env={"OMP_WAIT_POLICY": None}, fresh=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (hardware,) = [line for line in result.stdout.splitlines() if line.startswith("mvssl: hardware")]
+    assert hardware.startswith("mvssl: hardware cpu;") and "(OpenMP wait PASSIVE), 1 loader worker(s)" in hardware
+
+
 @pytest.mark.slow
 def test_linear_rejects_a_mismatched_backbone(pretrained, tiny_cifar, tmp_path):
     import shutil
