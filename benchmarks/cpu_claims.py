@@ -75,22 +75,19 @@ This file is the command line; the harness is the ``claims`` package beside it: 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Optional, Sequence
 
-from claims import clocks
-from claims.clocks import measure_step_times, parse_until
+from claims.cli import add_run_arguments, parse_run_arguments, run_budget
+from claims.clocks import measure_step_times
 from claims.grid import REPO, SCALES, find_point, scale_named, schedule
 from claims.report import report
-from claims.runner import list_grid, run_child, run_grid
-from step_clock import cifar_root
+from claims.runner import list_grid, run_child
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
-    parser.add_argument("--until", help="HH:MM: stop by then on this machine's clock, pauses or not")
+    add_run_arguments(parser)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--only", help="only runs whose name contains this")
     parser.add_argument(
@@ -101,27 +98,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument(
         "--step-times", action="store_true", help="every distinct step of the grid, side by side (machine alone)"
     )
-    parser.add_argument("--rounds", type=int, default=2, help="--step-times: rounds (settings alternate)")
-    parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
-    parser.add_argument("--pause-log", type=Path, help="pause log (see the module docstring)")
-    parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
     parser.add_argument(
         "--scale", choices=sorted(SCALES), default="cpu", help="cpu, or the same grid at ResNet-18 on a GPU"
     )
     parser.add_argument("--results", type=Path, help="results folder (default: benchmarks/results/<scale>_claims)")
-    parser.add_argument("--data", type=Path, help="CIFAR-10 ImageFolder root (train/, test/); else CIFAR10_DIR")
-    parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
-    args = parser.parse_args(argv)
-    until = None
-    if args.until is not None:
-        try:
-            until = parse_until(args.until, clocks.wall_clock())
-        except ValueError as error:
-            parser.error(str(error))
+    args, until = parse_run_arguments(parser, argv)
     scale = scale_named(args.scale, args.results)
-    if args.data is not None:
-        os.environ["CIFAR10_DIR"] = str(args.data.resolve())  # the children inherit it
-        cifar_root()
     if args.run:
         run_child(scale, *find_point(scale, args.run), args.pause_log)
     elif args.list:
@@ -131,14 +113,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.report:
         report(scale, REPO / "README.md" if scale.name == "cpu" and args.results is None else None)
     elif args.budget_min is not None or until is not None:
-        if args.pgid_file is not None:
-            args.pgid_file.write_text(str(os.getpgrp()))
-        try:
-            plan = schedule(scale, args.seeds)
-            run_grid(scale, plan, Path(__file__), args.budget_min, args.pause_log, args.only, args.start_anyway, until)
-        finally:
-            if args.pgid_file is not None:
-                args.pgid_file.unlink(missing_ok=True)
+        run_budget(scale, schedule(scale, args.seeds), Path(__file__), args, until, args.start_anyway)
     else:
         parser.print_help()
 

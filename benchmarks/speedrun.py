@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import statistics
 import tempfile
 import time
@@ -37,8 +36,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import speedrun_report
 from claims import clocks
+from claims.cli import add_run_arguments, parse_run_arguments, run_budget
 from claims.grid import BASE_EPOCHS, REPO, RESULTS_ROOT, SCALES, Point, Scale, scale_named, step_overrides
-from claims.runner import finished, run_child, run_grid
+from claims.runner import finished, run_child
 from step_clock import run_setting
 
 from mvssl_plugin.config.hardware import cpu_precision
@@ -616,8 +616,7 @@ def list_plan(scale: Scale) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
-    parser.add_argument("--until", help="HH:MM: stop by then on this machine's clock, pauses or not")
+    add_run_arguments(parser)
     parser.add_argument(
         "--only", help="only runs whose name contains this; with --step-times: these settings, comma-separated"
     )
@@ -627,25 +626,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument(
         "--import-claims", action="store_true", help="the claims grid's runs of the const setting, as its runs"
     )
-    parser.add_argument("--rounds", type=int, default=2, help="--step-times: rounds (settings alternate)")
-    parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
-    parser.add_argument("--pause-log", type=Path, help="pause log (cpu_claims.py's docstring)")
-    parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
     parser.add_argument("--results", type=Path, help="results folder (default: benchmarks/results/speedrun[_gpu])")
     parser.add_argument("--scale", choices=sorted(SCALES), default="cpu", help="cpu, or the GPU twin")
-    parser.add_argument("--data", type=Path, help="CIFAR-10 ImageFolder root (train/, test/); else CIFAR10_DIR")
-    parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
-    args = parser.parse_args(argv)
-    until = None
-    if args.until is not None:
-        try:
-            until = clocks.parse_until(args.until, clocks.wall_clock())
-        except ValueError as error:
-            parser.error(str(error))
+    args, until = parse_run_arguments(parser, argv)
     out = args.results or (OUT if args.scale == "cpu" else OUT.with_name("speedrun_gpu"))
     scale = scale_named(args.scale, out)  # the claims harness's CSVs and runs, in this folder
-    if args.data is not None:
-        os.environ["CIFAR10_DIR"] = str(args.data.resolve())  # the children inherit it
     if args.run:
         run_child(scale, *find(scale, args.run), args.pause_log)
     elif args.list:
@@ -658,13 +643,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.report:
         report(out, README if args.scale == "cpu" else None, LEVERS_DOC if args.scale == "cpu" else None)
     elif args.budget_min is not None or until is not None:
-        if args.pgid_file is not None:
-            args.pgid_file.write_text(str(os.getpgrp()))
-        try:
-            run_grid(scale, plan(scale), Path(__file__), args.budget_min, args.pause_log, args.only, False, until)
-        finally:
-            if args.pgid_file is not None:
-                args.pgid_file.unlink(missing_ok=True)
+        run_budget(scale, plan(scale), Path(__file__), args, until)
     else:
         parser.print_help()
 

@@ -12,6 +12,8 @@ One module per concern, imports pointing down this list:
 - :mod:`claims.report`: what the CSVs say: verdicts, tables and plots (rows in, text out);
 - :mod:`claims.runner`: running the grid: the child process, resume, going on from a shorter
   run, carrying a stopped run to another machine, the budget;
+- :mod:`claims.cli`: what the harnesses' command lines share: the budget, ``--until``, pauses,
+  the data, the child's option, and running a plan within the budget;
 - :mod:`claims.epoch_eval`: the child's per-epoch kNN and clocks, a Lightning callback (only the
   child imports it, and with it torch and Lightning).
 """

@@ -317,3 +317,17 @@ def test_the_claims_baseline_is_timed_with_the_step_measured_beside_the_settings
         ("B", 0.5, "claims grid's step"),
     ]  # C: no step anywhere, no row; the second seed has no curve, no row
     assert rows[0]["s_to_50"] == 2 * 390 * 2.0 and rows[1]["s_to_55"] == 3 * 390 * 0.5
+
+
+@pytest.mark.parametrize("harness", ["speedrun", "cpu_claims"])
+def test_both_harnesses_refuse_a_bad_clock_or_data_folder_before_any_work(harness, tmp_path, monkeypatch, capsys):
+    """The options they share (claims/cli.py) are checked the same way: ``--until`` by the parser
+    (exit 2), ``--data`` for its train/ and test/ folders, before the plan is even listed."""
+    main = __import__(harness).main
+    monkeypatch.delenv("CIFAR10_DIR", raising=False)
+    with pytest.raises(SystemExit) as stopped:
+        main(["--until", "25:00", "--list"])
+    assert stopped.value.code == 2 and "--until takes HH:MM" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match=f"no CIFAR-10 ImageFolder tree .* at {tmp_path}: set CIFAR10_DIR"):
+        main(["--data", str(tmp_path), "--list"])
+    assert not list(tmp_path.iterdir())  # nothing written

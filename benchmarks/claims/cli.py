@@ -1,0 +1,65 @@
+"""What the grid's command lines share (``cpu_claims.py``, ``speedrun.py``): the options that
+run a plan in resumable pieces within a budget, and the steps every harness takes with them.
+Each harness adds its own options (what its plan is, its report) and dispatches on them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Optional, Sequence, Tuple
+
+from step_clock import cifar_root
+
+from claims import clocks
+from claims.grid import Point, Scale
+from claims.runner import run_grid
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The budget, the clock, pauses, step timing, the data and the child's one-run option."""
+    parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
+    parser.add_argument("--until", help="HH:MM: stop by then on this machine's clock, pauses or not")
+    parser.add_argument("--rounds", type=int, default=2, help="--step-times: rounds (settings alternate)")
+    parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
+    parser.add_argument("--pause-log", type=Path, help="pause log (cpu_claims.py's docstring)")
+    parser.add_argument("--pgid-file", type=Path, help="write this process group's id here (for pausing)")
+    parser.add_argument("--data", type=Path, help="CIFAR-10 ImageFolder root (train/, test/); else CIFAR10_DIR")
+    parser.add_argument("--run", help=argparse.SUPPRESS)  # the child: one run
+
+
+def parse_run_arguments(
+    parser: argparse.ArgumentParser, argv: Optional[Sequence[str]]
+) -> Tuple[argparse.Namespace, Optional[float]]:
+    """Parses ``argv``; returns the options and ``--until`` as a wall-clock time. A bad
+    ``--until`` or a ``--data`` folder without CIFAR-10 stops here, before any work."""
+    args = parser.parse_args(argv)
+    until = None
+    if args.until is not None:
+        try:
+            until = clocks.parse_until(args.until, clocks.wall_clock())
+        except ValueError as error:
+            parser.error(str(error))
+    if args.data is not None:
+        os.environ["CIFAR10_DIR"] = str(args.data.resolve())  # the children inherit it
+        cifar_root()
+    return args, until
+
+
+def run_budget(
+    scale: Scale,
+    plan: Sequence[Tuple[Point, int]],
+    script: Path,
+    args: argparse.Namespace,
+    until: Optional[float],
+    start_anyway: bool = False,
+) -> None:
+    """The plan's next runs within ``--budget-min`` / ``--until``, with this process group's id
+    in ``--pgid-file`` while they run (the pause scripts stop and continue that group)."""
+    if args.pgid_file is not None:
+        args.pgid_file.write_text(str(os.getpgrp()))
+    try:
+        run_grid(scale, plan, script, args.budget_min, args.pause_log, args.only, start_anyway, until)
+    finally:
+        if args.pgid_file is not None:
+            args.pgid_file.unlink(missing_ok=True)
