@@ -33,6 +33,13 @@ def pretrained(tiny_cifar, tmp_path_factory) -> Path:
     return run_dir
 
 
+def linear_args(pretrained: Path, data: dict, out: Path, **extra) -> list[str]:
+    """``main_linear.py`` arguments of a tiny linear evaluation of ``pretrained``."""
+    tiny = tiny_overrides(data, out, **extra)
+    kept = [o for o in tiny if not o.startswith(("method_kwargs", "auto_resume"))]
+    return ["--config-name", "linear_cifar.yaml", f"pretrained_feature_extractor={pretrained}", *kept]
+
+
 @pytest.mark.slow
 def test_pretrain_prints_the_start_block_once(pretrained):
     stdout = (pretrained.parents[1] / "stdout.txt").read_text()
@@ -64,13 +71,7 @@ def test_pretrain_writes_solo_learns_layout(pretrained):
 
 @pytest.mark.slow
 def test_linear_evaluation_loads_the_checkpoint(pretrained, tiny_cifar, tmp_path):
-    args = [
-        "--config-name",
-        "linear_cifar.yaml",
-        f"pretrained_feature_extractor={pretrained}",
-        *[o for o in tiny_overrides(tiny_cifar, tmp_path) if not o.startswith(("method_kwargs", "auto_resume"))],
-    ]
-    result = run_entry("main_linear.py", args, cwd=tmp_path)
+    result = run_entry("main_linear.py", linear_args(pretrained, tiny_cifar, tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "mvssl: backbone weights from" in result.stdout and "val_acc1=" in result.stdout
     (run_dir,) = (tmp_path / "linear").iterdir()
@@ -92,16 +93,7 @@ def test_hydra_entry_points_import_no_torch_before_the_openmp_wait_is_set():
 
 @pytest.mark.slow
 def test_linear_sleeps_openmp_threads_beside_loader_workers(pretrained, tiny_cifar, tmp_path):
-    args = [
-        "--config-name",
-        "linear_cifar.yaml",
-        f"pretrained_feature_extractor={pretrained}",
-        *[
-            o
-            for o in tiny_overrides(tiny_cifar, tmp_path, **{"data.num_workers": 1})
-            if not o.startswith(("method_kwargs", "auto_resume"))
-        ],
-    ]
+    args = linear_args(pretrained, tiny_cifar, tmp_path, **{"data.num_workers": 1})
     result = run_entry("main_linear.py", args, cwd=tmp_path, env={"OMP_WAIT_POLICY": None}, fresh=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (hardware,) = [line for line in result.stdout.splitlines() if line.startswith("mvssl: hardware")]
