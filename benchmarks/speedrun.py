@@ -160,6 +160,8 @@ SETTINGS = {
         # 4 epochs at 16, 24, 32, 32 px cost about the recipe's 3 at 32 px: a screen of equal seconds
         Setting("ramp", "views from 16 px growing to 32 px over the first 75% of the epochs (memory.resolution)",
                 warmup=None, resolution_start=16, screen_epochs=4),
+        Setting("ramp-lr1e-3", "the resolution ramp at lr 1e-3 (constant): the two screens that beat the recipe",
+                overrides=("optimizer.lr=1e-3",), warmup=None, resolution_start=16, screen_epochs=4),
         Setting("crop0.2", "random-resized crops of at least 20% of the image (the recipe: 8%)", warmup=None,
                 overrides=("augmentations.0.rrc.crop_min_scale=0.2",), grid_step=True),
         Setting("beta2x", "the beta rule's constant doubled (c = 6.6: beta = 6.6 / d)", warmup=None,
@@ -185,6 +187,8 @@ LEVERS = (
     speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
     speedrun_report.Lever("resolution", "mixres", "m4", "2 of the 4 views at 16 px vs all 4 at 32 px"),
     speedrun_report.Lever("resolution", "ramp", "recipe", "16 -> 32 px over the run vs 32 px throughout"),
+    speedrun_report.Lever("constant lr", "ramp-lr1e-3", "ramp", "lr 1e-3 vs 5e-4, both with the resolution ramp"),
+    speedrun_report.Lever("together", "ramp-lr1e-3", "recipe", "the ramp and lr 1e-3 together vs neither"),
     speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
     speedrun_report.Lever("width", "w24", "recipe", "width 24 vs 16"),
     speedrun_report.Lever("batch", "b256", "recipe", "batch 256 vs 128, lr scaled with it"),
@@ -196,7 +200,7 @@ LEVERS = (
 #: fits a session where its full run does not and is too large to carry), the record and the
 #: peer, then the second seeds
 SCREEN = ("recipe", "m4", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres", "cos-lr4e-3",
-          "d128", "w24", "b256", "crop0.2", "beta2x", "ramp")  # fmt: skip
+          "d128", "w24", "b256", "crop0.2", "beta2x", "ramp", "ramp-lr1e-3")  # fmt: skip
 
 
 #: settings whose screen beat the recipe's at equal seconds: each runs the record's epochs too (a
@@ -412,9 +416,10 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
             ratio, step = float(row["ratio_to_baseline"]) / float(mate["ratio_to_baseline"]), out[anchor]
         return StepTime(ratio * step.seconds, machine, step.precision, f"ratio to the {anchor} on {row['cpu']}")
 
-    def measured(name: str) -> Optional[StepTime]:
+    def measured(name: str, of: Optional[str] = None) -> Optional[StepTime]:
         r = here.get(name)
-        return None if r is None else StepTime(float(r["s_per_step"]), machine, r["precision"], "measured")
+        basis = "measured" if of is None else f"{of}'s step, measured"
+        return None if r is None else StepTime(float(r["s_per_step"]), machine, r["precision"], basis)
 
     def same_work_step(s: Setting) -> Optional[StepTime]:
         """A measured setting's step that does the same work (a schedule, the augmentation's
@@ -438,9 +443,17 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     for tag, s in SETTINGS.items():
         if s.ramp() is None:
             continue
+        # a side's step is the same for every ramp of the same work and start (an lr changes none)
+        twins = [
+            t for t, o in SETTINGS.items() if t != tag and o.resolution_start == s.resolution_start and same_work(o, s)
+        ]
         for side in set(s.sides(s.screen_epochs)) - {FULL_SIDE}:
-            if step := measured(side_tag(tag, side)) or by_ratio(side_tag(tag, side), s.anchor):
-                out[side_tag(tag, side)] = step
+            name = side_tag(tag, side)
+            twin = next(
+                (step for t in twins if t != tag and (step := measured(side_tag(t, side), side_tag(t, side)))), None
+            )
+            if step := measured(name) or twin or by_ratio(name, s.anchor):
+                out[name] = step
         if (step := ramp_step(tag, out)) is not None:
             out[tag] = step
     return out

@@ -123,6 +123,9 @@ def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_besi
     assert step.seconds == pytest.approx((0.3 + 0.6 + 1.0 + 1.0) / 4)
     assert step.basis == "mean of its epochs' sides 16/24/32/32 px (measured)"
     assert "ramp" not in speedrun.step_times_on("avx2", own[:3], [])  # 24 px not timed: no step
+    # the same ramp at another lr does the same work: its sides are the ramp's, named as such
+    twin = speedrun.step_times_on("avx2", own, [])["ramp-lr1e-3"]
+    assert twin.seconds == pytest.approx(step.seconds) and "ramp@16's step, measured" in twin.basis
     # --step-times: each side below 32 px on its own, at a fixed crop, the recipe beside them
     timed = speedrun.timed_points(CPU, ["ramp"])
     assert list(timed) == ["baseline", "recipe", "ramp@16", "ramp@24"]
