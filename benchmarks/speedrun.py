@@ -150,8 +150,12 @@ SETTINGS = {
                 overrides=LARS),
         Setting("mixres", "2 views at 32 px + 2 at 16 px", m=4, warmup=None,
                 overrides=("augmentations=cifar_multicrop", "data.num_views=4", "+data.num_small_views=2")),
-        # the claims grid's m = 4 runs are this training (``CLAIMS_IMPORTS``): imported, not trained again
+        # the claims grid's m = 4, m = 8 and d = 64 runs are these trainings (``CLAIMS_IMPORTS``): imported,
+        # not trained again
         Setting("m4", "4 views at 32 px", m=4, overrides=("data.num_views=4",), warmup=None, grid_step=True),
+        Setting("m8", "8 views at 32 px", m=8, overrides=("data.num_views=8",), warmup=None, grid_step=True),
+        Setting("d64", "projector d = 64 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=64",),
+                d=64, warmup=None, grid_step=True),
         Setting("d128", "projector d = 128 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=128",),
                 d=128, warmup=None),
         Setting("w24", "backbone width 24 (1.5x)", width_factor=1.5, warmup=None),
@@ -184,11 +188,13 @@ LEVERS = (
     speedrun_report.Lever("constant lr", "lr1e-3", "recipe", "lr 1e-3 vs 5e-4, both constant"),
     speedrun_report.Lever("optimizer", "lars", "cos-lr1e-3", "LARS (solo-learn's settings) vs Adam, both scheduled"),
     speedrun_report.Lever("views", "m4", "recipe", "4 views vs 2, all at 32 px"),
+    speedrun_report.Lever("views", "m8", "recipe", "8 views vs 2, all at 32 px"),
     speedrun_report.Lever("resolution", "mixres", "recipe", "+2 views at 16 px"),
     speedrun_report.Lever("resolution", "mixres", "m4", "2 of the 4 views at 16 px vs all 4 at 32 px"),
     speedrun_report.Lever("resolution", "ramp", "recipe", "16 -> 32 px over the run vs 32 px throughout"),
     speedrun_report.Lever("constant lr", "ramp-lr1e-3", "ramp", "lr 1e-3 vs 5e-4, both with the resolution ramp"),
     speedrun_report.Lever("together", "ramp-lr1e-3", "recipe", "the ramp and lr 1e-3 together vs neither"),
+    speedrun_report.Lever("projector", "d64", "recipe", "d = 64 vs 256"),
     speedrun_report.Lever("projector", "d128", "recipe", "d = 128 vs 256"),
     speedrun_report.Lever("width", "w24", "recipe", "width 24 vs 16"),
     speedrun_report.Lever("batch", "b256", "recipe", "batch 256 vs 128, lr scaled with it"),
@@ -199,8 +205,8 @@ LEVERS = (
 #: the order runs are started in: the levers' first seeds (short; the peer's screen too, which
 #: fits a session where its full run does not and is too large to carry), the record and the
 #: peer, then the second seeds
-SCREEN = ("recipe", "m4", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres", "cos-lr4e-3",
-          "d128", "w24", "b256", "crop0.2", "beta2x", "ramp", "ramp-lr1e-3")  # fmt: skip
+SCREEN = ("recipe", "m4", "m8", "d64", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres",
+          "cos-lr4e-3", "d128", "w24", "b256", "crop0.2", "beta2x", "ramp", "ramp-lr1e-3")  # fmt: skip
 
 
 #: settings whose screen beat the recipe's at equal seconds: each runs the record's epochs too (a
@@ -219,13 +225,15 @@ CLAIMS_CONST = Point("mabt", 2, 256, "rule", 1.0, BASE_EPOCHS, ("projector", "da
 CLAIMS_IMPORTS = {
     "recipe": (CLAIMS_CONST, (SCREEN_EPOCHS, RECORD_EPOCHS)),
     "m4": (Point("mabt", 4, 256, "rule", 1.0, BASE_EPOCHS, ("views",), True), (SCREEN_EPOCHS,)),
+    "m8": (Point("mabt", 8, 256, "rule", 1.0, 10, ("views",), True), (SCREEN_EPOCHS,)),
+    "d64": (Point("mabt", 2, 64, "rule", 1.0, BASE_EPOCHS, ("projector",), True), (SCREEN_EPOCHS,)),
 }
 
 
 def import_claims(out: Path, claims: Path) -> List[str]:
     """Copies the claims grid's runs of ``CLAIMS_IMPORTS`` (both seeds) into ``out``'s CSVs as
     the setting's runs of those epochs (``recipe-e{SCREEN_EPOCHS}-s*``, ``recipe-e{RECORD_EPOCHS}-s*``,
-    ``m4-e{SCREEN_EPOCHS}-s*``: their first epochs): without a schedule a shorter run is the
+    ``m4-e{SCREEN_EPOCHS}-s*``, likewise m8 and d64: their first epochs): without a schedule a shorter run is the
     longer one's prefix (``claims.runner.prefix_run``), so these are the runs the speedrun would
     train. Each row names its source; a run already in ``out`` is left alone. Returns the runs
     added."""

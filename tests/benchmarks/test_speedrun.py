@@ -287,6 +287,39 @@ def test_the_claims_grids_runs_of_the_recipe_come_in_as_its_screen_and_record_na
     assert speedrun.import_claims(out, claims) == []  # already there: left alone
 
 
+@pytest.mark.parametrize("tag", sorted(speedrun.CLAIMS_IMPORTS))
+def test_an_imported_claims_run_is_the_settings_training_but_for_its_name_folder_and_epochs(
+    tag, tiny_cifar, monkeypatch
+):
+    """What lets --import-claims stand a grid run in for a speedrun run: both compose to the same
+    config, key for key, but the run's name, folder and length (no schedule: a shorter run is the
+    longer one's first epochs)."""
+    from omegaconf import OmegaConf
+
+    from mvssl_plugin.cli.config_name import compose_recipe
+
+    monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
+
+    def composed(point) -> dict:
+        recipe, extra = grid.overrides(CPU, point, 1)
+        flat = OmegaConf.to_container(compose_recipe(recipe, "pretrain", extra))
+        return dict(_flatten(flat))
+
+    source, epochs = speedrun.CLAIMS_IMPORTS[tag]
+    ours, theirs = composed(speedrun.SETTINGS[tag].point(epochs[0])), composed(source)
+    differ = {k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k)}
+    assert differ == {"name", "checkpoint.dir", "max_epochs"}, differ
+    assert speedrun.SETTINGS[tag].warmup is None
+
+
+def _flatten(tree: dict, prefix: str = ""):
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("recipe", ["speedrun_cpu.yaml", "solo_barlow_cifar_cpu.yaml"])
 def test_the_recipes_train_as_a_user_runs_them(recipe, tiny_cifar, tmp_path, one_thread):
