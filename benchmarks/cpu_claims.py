@@ -89,7 +89,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(parser)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--only", help="only runs whose name contains this")
+    parser.add_argument("--only", help="only the run of this name, else runs whose name contains this")
     parser.add_argument(
         "--start-anyway", action="store_true", help="start a run the budget may not finish, even one too large to carry"
     )

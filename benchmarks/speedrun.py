@@ -639,7 +639,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(parser)
     parser.add_argument(
-        "--only", help="only runs whose name contains this; with --step-times: these settings, comma-separated"
+        "--only",
+        help="only the run of this name, else runs whose name contains this; with --step-times: these settings, "
+        "comma-separated",
     )
     parser.add_argument("--list", action="store_true", help="the plan and its status")
     parser.add_argument("--report", action="store_true", help="records, levers, summary and plot from the CSVs")

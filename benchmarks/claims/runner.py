@@ -257,6 +257,15 @@ def minutes_left(
     return None if need is None else need * (point.epochs - start.done) / point.epochs
 
 
+def selected(name: str, only: Optional[str], plan: Sequence[Tuple[Point, int]]) -> bool:
+    """Whether ``--only`` picks the run ``name``: the run of that exact name where there is one
+    (``lr1e-3-e3-s2`` is not also ``cos-lr1e-3-e3-s2``), else every run whose name contains it."""
+    if not only:
+        return True
+    exact = any(point.name(seed) == only for point, seed in plan)
+    return name == only if exact else only in name
+
+
 def run_grid(
     scale: Scale,
     plan: Sequence[Tuple[Point, int]],
@@ -287,7 +296,7 @@ def run_grid(
     logs.mkdir(parents=True, exist_ok=True)
     for point, seed in plan:
         name = point.name(seed)
-        if finished(scale, name) or (only and only not in name):
+        if finished(scale, name) or not selected(name, only, plan):
             continue
         seconds = left()
         if seconds < 60:

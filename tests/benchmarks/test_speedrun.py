@@ -367,3 +367,15 @@ def test_both_harnesses_refuse_a_bad_clock_or_data_folder_before_any_work(harnes
     with pytest.raises(SystemExit, match=f"no CIFAR-10 ImageFolder tree .* at {tmp_path}: set CIFAR10_DIR"):
         main(["--data", str(tmp_path), "--list"])
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_only_picks_the_run_of_that_exact_name_else_every_run_containing_it():
+    """``--only lr1e-3-e3-s2`` once went on to ``cos-lr1e-3-e3-s2``, whose name contains it."""
+    plan = speedrun.plan(CPU)
+    names = [p.name(s) for p, s in plan]
+    assert {"lr1e-3-e3-s2", "cos-lr1e-3-e3-s2"} <= set(names)
+    assert [n for n in names if runner.selected(n, "lr1e-3-e3-s2", plan)] == ["lr1e-3-e3-s2"]
+    assert {n for n in names if runner.selected(n, "lr1e-3-e3", plan)} == {
+        "lr1e-3-e3-s1", "lr1e-3-e3-s2", "cos-lr1e-3-e3-s1", "cos-lr1e-3-e3-s2"
+    }  # fmt: skip
+    assert all(runner.selected(n, None, plan) for n in names)
