@@ -146,6 +146,8 @@ SETTINGS = {
                 grid_step=True),
         Setting("lr1e-3", "the recipe at twice its lr (1e-3, constant)", overrides=("optimizer.lr=1e-3",),
                 warmup=None, grid_step=True),
+        Setting("lr2e-3", "the recipe at 4x its lr (2e-3, constant)", overrides=("optimizer.lr=2e-3",),
+                warmup=None, grid_step=True),
         Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02), warm-up + cosine",
                 overrides=LARS),
         Setting("mixres", "2 views at 32 px + 2 at 16 px", m=4, warmup=None,
@@ -186,6 +188,7 @@ LEVERS = (
     speedrun_report.Lever("peak lr", "cos-lr2e-3", "cos-lr1e-3", "lr 2e-3 vs 1e-3, both scheduled"),
     speedrun_report.Lever("peak lr", "cos-lr4e-3", "cos-lr2e-3", "lr 4e-3 vs 2e-3, both scheduled"),
     speedrun_report.Lever("constant lr", "lr1e-3", "recipe", "lr 1e-3 vs 5e-4, both constant"),
+    speedrun_report.Lever("constant lr", "lr2e-3", "lr1e-3", "lr 2e-3 vs 1e-3, both constant"),
     speedrun_report.Lever("optimizer", "lars", "cos-lr1e-3", "LARS (solo-learn's settings) vs Adam, both scheduled"),
     speedrun_report.Lever("views", "m4", "recipe", "4 views vs 2, all at 32 px"),
     speedrun_report.Lever("views", "m8", "recipe", "8 views vs 2, all at 32 px"),
@@ -206,7 +209,7 @@ LEVERS = (
 #: fits a session where its full run does not and is too large to carry), the record and the
 #: peer, then the second seeds
 SCREEN = ("recipe", "m4", "m8", "d64", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres",
-          "cos-lr4e-3", "d128", "w24", "b256", "crop0.2", "beta2x", "ramp", "ramp-lr1e-3")  # fmt: skip
+          "cos-lr4e-3", "d128", "w24", "b256", "crop0.2", "beta2x", "ramp", "ramp-lr1e-3", "lr2e-3")  # fmt: skip
 
 
 #: settings whose screen beat the recipe's at equal seconds: each runs the record's epochs too (a
