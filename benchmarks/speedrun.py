@@ -300,12 +300,16 @@ def setting_of(run: str) -> str:
 def timed_points(scale: Scale, only: Optional[Sequence[str]] = None) -> Dict[str, Point]:
     """What ``--step-times`` times, by ``steps.csv``'s name: the claims baseline, then every
     setting (or the ``only`` ones) at its screen; a resolution ramp as one point per side below
-    the full one (``side_tag``), with the recipe beside it for the full side."""
+    the full one (``side_tag``), with the recipe beside it for the full side. Without ``only``, a
+    setting whose step an earlier one's stands for (``same_step``) is not timed again."""
     baseline = replace(BASELINE, width=scale.width, scale_width=scale.width)
     wanted = set(only or SETTINGS)
     if any(SETTINGS[t].ramp() is not None for t in wanted if t in SETTINGS):
         wanted.add("recipe")  # a ramp's full side, in the same rounds
-    chosen = {tag: s for tag, s in SETTINGS.items() if tag in wanted}
+    chosen: Dict[str, Setting] = {}
+    for tag, s in SETTINGS.items():
+        if tag in wanted and (only or not any(same_step(o, s) for o in chosen.values())):
+            chosen[tag] = s
     timed: Dict[str, Point] = {"baseline": baseline}
     for tag, s in chosen.items():
         point = s.point(SCREEN_EPOCHS, scale)
@@ -393,6 +397,15 @@ def same_work(a: Setting, b: Setting) -> bool:
     return (a.method, a.m, a.d, a.width_factor, a.recipe) == (b.method, b.m, b.d, b.width_factor, b.recipe)
 
 
+def same_step(a: Setting, b: Setting) -> bool:
+    """Whether one's measured step stands for the other's: the same work with Adam at the grid's
+    batch (a schedule, the lr, the crops' scale or beta change no work of the step), or two ramps
+    of the same work from the same side. LARS or another batch is timed on its own."""
+    if a.resolution_start != b.resolution_start or not same_work(a, b):
+        return False
+    return a.resolution_start is not None or (a.grid_step and b.grid_step)
+
+
 def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Dict[str, speedrun_report.StepTime]:
     """setting -> its step time on ``machine``: measured there (``own``: the speedrun's
     steps.csv), else the claims grid's step where the setting's step is one of the grid's
@@ -435,10 +448,8 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     def same_work_step(s: Setting) -> Optional[StepTime]:
         """A measured setting's step that does the same work (a schedule, the augmentation's
         scale or beta change no work of the step)."""
-        if not s.grid_step:
-            return None
         for t, r in here.items():
-            if t in SETTINGS and SETTINGS[t].grid_step and same_work(SETTINGS[t], s):
+            if t in SETTINGS and same_step(SETTINGS[t], s):
                 return StepTime(float(r["s_per_step"]), machine, r["precision"], f"{t}'s step, measured")
         return None
 
@@ -454,15 +465,10 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     for tag, s in SETTINGS.items():
         if s.ramp() is None:
             continue
-        # a side's step is the same for every ramp of the same work and start (an lr changes none)
-        twins = [
-            t for t, o in SETTINGS.items() if t != tag and o.resolution_start == s.resolution_start and same_work(o, s)
-        ]
+        twins = [t for t, o in SETTINGS.items() if t != tag and same_step(o, s)]
         for side in set(s.sides(s.screen_epochs)) - {FULL_SIDE}:
             name = side_tag(tag, side)
-            twin = next(
-                (step for t in twins if t != tag and (step := measured(side_tag(t, side), side_tag(t, side)))), None
-            )
+            twin = next((step for t in twins if (step := measured(side_tag(t, side), side_tag(t, side)))), None)
             if step := measured(name) or twin or by_ratio(name, s.anchor):
                 out[name] = step
         if (step := ramp_step(tag, out)) is not None:

@@ -132,6 +132,10 @@ def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_besi
     assert "augmentations.0.crop_size=16" in timed["ramp@16"].extra
     assert not any(o.startswith("+memory.resolution") for o in timed["ramp@16"].extra)
     assert "+memory.resolution.start=16" in ramp.screen().extra and ramp.screen().name(1) == "ramp-e4-s1"
+    # all settings: what another's step stands for is not timed again (lr, schedule, crops, beta)
+    every = speedrun.timed_points(CPU)
+    assert {"recipe", "ramp@16", "lars", "b256", "d128"} <= set(every)
+    assert not {"lr1e-3", "cos-lr5e-4", "crop0.2", "beta2x", "ramp-lr1e-3@16"} & set(every)
 
 
 def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
