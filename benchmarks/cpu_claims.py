@@ -90,9 +90,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     add_run_arguments(parser)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--only", help="only the run of this name, else runs whose name contains this")
-    parser.add_argument(
-        "--start-anyway", action="store_true", help="start a run the budget may not finish, even one too large to carry"
-    )
     parser.add_argument("--list", action="store_true", help="the grid and its status")
     parser.add_argument("--report", action="store_true", help="summary.md and plots from the CSVs")
     parser.add_argument(
@@ -113,7 +110,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.report:
         report(scale, REPO / "README.md" if scale.name == "cpu" and args.results is None else None)
     elif args.budget_min is not None or until is not None:
-        run_budget(scale, schedule(scale, args.seeds), Path(__file__), args, until, args.start_anyway)
+        run_budget(scale, schedule(scale, args.seeds), Path(__file__), args, until)
     else:
         parser.print_help()
 

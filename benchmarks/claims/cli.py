@@ -20,6 +20,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The budget, the clock, pauses, step timing, the data and the child's one-run option."""
     parser.add_argument("--budget-min", type=float, help="run the next runs for this many minutes")
     parser.add_argument("--until", help="HH:MM: stop by then on this machine's clock, pauses or not")
+    parser.add_argument(
+        "--start-anyway",
+        action="store_true",
+        help="start a run the budget may not finish, even one too large to carry (it resumes here next call)",
+    )
     parser.add_argument("--rounds", type=int, default=2, help="--step-times: rounds (settings alternate)")
     parser.add_argument("--steps", type=int, default=12, help="--step-times: timed steps per setting and round")
     parser.add_argument("--pause-log", type=Path, help="pause log (cpu_claims.py's docstring)")
@@ -52,14 +57,13 @@ def run_budget(
     script: Path,
     args: argparse.Namespace,
     until: Optional[float],
-    start_anyway: bool = False,
 ) -> None:
     """The plan's next runs within ``--budget-min`` / ``--until``, with this process group's id
     in ``--pgid-file`` while they run (the pause scripts stop and continue that group)."""
     if args.pgid_file is not None:
         args.pgid_file.write_text(str(os.getpgrp()))
     try:
-        run_grid(scale, plan, script, args.budget_min, args.pause_log, args.only, start_anyway, until)
+        run_grid(scale, plan, script, args.budget_min, args.pause_log, args.only, args.start_anyway, until)
     finally:
         if args.pgid_file is not None:
             args.pgid_file.unlink(missing_ok=True)

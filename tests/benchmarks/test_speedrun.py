@@ -383,3 +383,18 @@ def test_only_picks_the_run_of_that_exact_name_else_every_run_containing_it():
         "lr1e-3-e3-s1", "lr1e-3-e3-s2", "cos-lr1e-3-e3-s1", "cos-lr1e-3-e3-s2"
     }  # fmt: skip
     assert all(runner.selected(n, None, plan) for n in names)
+
+
+def test_start_anyway_reaches_the_budget_loop_from_either_harness(monkeypatch):
+    """The peer's 20-epoch run needs hours and a checkpoint too large to carry: only
+    ``--start-anyway`` starts it in a shorter session (it resumes on this machine next call)."""
+    import cpu_claims
+    from claims import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "run_grid", lambda *args: calls.append(args))
+    speedrun.main(["--budget-min", "5", "--start-anyway", "--only", "peer-e20-s1"])
+    cpu_claims.main(["--budget-min", "5"])
+    (_, plan, script, budget, _, only, anyway, until), (*_, anyway_claims, _) = calls
+    assert (script.name, budget, only, anyway, until) == ("speedrun.py", 5.0, "peer-e20-s1", True, None)
+    assert any(p.name(s) == "peer-e20-s1" for p, s in plan) and anyway_claims is False
