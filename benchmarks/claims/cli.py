@@ -11,9 +11,9 @@ from typing import Optional, Sequence, Tuple
 
 from step_clock import cifar_root
 
-from claims import clocks
-from claims.grid import Point, Scale
-from claims.runner import run_grid
+from . import clocks
+from .grid import Point, Scale
+from .runner import run_grid
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
