@@ -326,8 +326,9 @@ def timed_points(scale: Scale, only: Optional[Sequence[str]] = None) -> Dict[str
 
 def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Sequence[str]] = None) -> List[dict]:
     """Seconds per step of every setting (or of the ``only`` ones) and of the claims baseline,
-    alternating within each round on this machine (run it alone); replaces this machine's rows
-    of ``steps.csv`` for the settings it measured."""
+    alternating within each round on this machine (run it alone); appends them to ``steps.csv``
+    as one round (one ``date``): earlier rounds stay, so a ratio to an anchor pairs two rows of
+    the same round (``step_times_on``), and the latest row of a setting is its measured step."""
     import torch  # local: --list and --report need no torch
 
     warnings.filterwarnings("ignore")
@@ -345,6 +346,7 @@ def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Seq
         clocks.commit(),
         statistics.median(times["baseline"]),
     )
+    stamp = time.strftime("%Y-%m-%d %H:%M")
     rows = [
         {
             "setting": tag,
@@ -355,15 +357,14 @@ def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Seq
             "threads": torch.get_num_threads(),
             "cpu": machine,
             "commit": made,
-            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "date": stamp,
         }
         for tag in timed
     ]
     for r in rows:  # printed first: the measurement is not lost to a failed write
         print(f"| {r['setting']} | {r['s_per_step']} s | {r['ratio_to_baseline']}x the baseline |", flush=True)
     scale.out.mkdir(parents=True, exist_ok=True)
-    kept = [r for r in read_csv(scale.out / STEPS) if r["cpu"] != machine or r["setting"] not in timed]
-    write_csv(scale.out / STEPS, kept + rows)
+    write_csv(scale.out / STEPS, read_csv(scale.out / STEPS) + rows)
     return rows
 
 
@@ -416,7 +417,7 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     d = 2048 projector weighs against the recipe's on the other machine (0.67 on the AVX2 EPYC
     in fp32, 0.59 on the bf16 one). A resolution ramp: the mean of its sides' (``ramp_step``)."""
     StepTime = speedrun_report.StepTime
-    here = {r["setting"]: r for r in own if r["cpu"] == machine}
+    here = {r["setting"]: r for r in own if r["cpu"] == machine}  # rows in time order: the latest stays
     grid = {(r["method"], int(r["m"]), int(r["d"]), int(r["width"])): r for r in claims if r["cpu"] == machine}
     base = grid.get((BASELINE.method, BASELINE.m, BASELINE.d, BASELINE.width))
     anchors: Dict[str, StepTime] = {}
@@ -425,20 +426,30 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     out: Dict[str, StepTime] = {}
 
     def by_ratio(tag: str, anchor: str) -> Optional[StepTime]:
-        """``tag``'s ratio to ``anchor`` where it was measured x the anchor's step on ``machine``."""
-        row = next((r for r in own if r["setting"] == tag), None)
-        if row is None:
+        """``tag``'s ratio to ``anchor`` on the first machine that measured it (its latest
+        round there) x the anchor's step on ``machine``. The anchor's ratio to the baseline is
+        the same round's where it was timed in it, else its median over that machine's rounds:
+        a ratio from two rounds carries their 5-10% drift."""
+        rows = [r for r in own if r["setting"] == tag]
+        if not rows:
             return None
-        mate = next((r for r in own if r["setting"] == anchor and r["cpu"] == row["cpu"]), None)
-        if anchor != "baseline" and (mate is None or anchor not in out):
-            anchor = "baseline"  # the anchor not measured beside it, or unknown here
+        row = [r for r in rows if r["cpu"] == rows[0]["cpu"]][-1]
+        mates = [float(r["ratio_to_baseline"]) for r in own if r["setting"] == anchor and r["cpu"] == row["cpu"]]
+        beside = [
+            r for r in own if r["setting"] == anchor and r["cpu"] == row["cpu"] and r.get("date") == row.get("date")
+        ]
+        if anchor != "baseline" and (not mates or anchor not in out):
+            anchor = "baseline"  # the anchor not measured on that machine, or unknown here
+        basis = f"ratio to the {anchor} on {row['cpu']}"
         if anchor == "baseline":
             if "baseline" not in anchors:
                 return None
             ratio, step = float(row["ratio_to_baseline"]), anchors["baseline"]
         else:  # both ratios to the baseline of their own round: the baseline's drift cancels
-            ratio, step = float(row["ratio_to_baseline"]) / float(mate["ratio_to_baseline"]), out[anchor]
-        return StepTime(ratio * step.seconds, machine, step.precision, f"ratio to the {anchor} on {row['cpu']}")
+            mate = float(beside[-1]["ratio_to_baseline"]) if beside else statistics.median(mates)
+            ratio, step = float(row["ratio_to_baseline"]) / mate, out[anchor]
+            basis += "" if beside else f" (the {anchor}'s median over {len(mates)} rounds)"
+        return StepTime(ratio * step.seconds, machine, step.precision, basis)
 
     def measured(name: str, of: Optional[str] = None) -> Optional[StepTime]:
         r = here.get(name)
@@ -582,9 +593,9 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
 
 def baseline_step(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Optional[speedrun_report.StepTime]:
     """The claims baseline's step on ``machine``: measured there beside the settings (``steps.csv``'s
-    ``baseline``, the same round as their steps), else the claims grid's own; None where neither."""
+    ``baseline``, its latest round), else the claims grid's own; None where neither."""
     key = (BASELINE.method, str(BASELINE.m), str(BASELINE.d), str(BASELINE.width))
-    mine = next((r for r in own if r["cpu"] == machine and r["setting"] == "baseline"), None)
+    mine = next((r for r in reversed(own) if r["cpu"] == machine and r["setting"] == "baseline"), None)  # latest
     grid = next((r for r in claims if r["cpu"] == machine and (r["method"], r["m"], r["d"], r["width"]) == key), None)
     if mine is None and grid is None:
         return None

@@ -112,6 +112,26 @@ def test_step_times_are_measured_then_the_grids_step_then_a_ratio_to_the_recipe_
     assert there["ramp"].seconds == pytest.approx((0.15 / 0.5 * 0.25 + 0.3 / 0.5 * 0.25 + 0.25 + 0.25) / 4)
 
 
+def test_a_ratio_to_the_recipe_pairs_rows_of_one_round_else_takes_the_recipes_median():
+    """steps.csv keeps every round: the recipe's ratio to the baseline moves by 5-10% between
+    rounds, so a setting's ratio is read against the recipe of its own round where it has one."""
+    claims = [
+        {"method": "mabt", "m": "2", "d": "256", "width": "16", "s_per_step": "0.25", "cpu": "bf16", "precision": "bf"},
+        {"method": "mabt", "m": "2", "d": "2048", "width": "16", "s_per_step": "0.4", "cpu": "bf16", "precision": "bf"},
+    ]
+    rounds = [("A", "recipe", "0.5"), ("A", "d128", "0.55"), ("B", "lars", "0.9"), ("C", "recipe", "0.6")]
+    rounds += [("D", "recipe", "0.7")]
+    own = [
+        {"setting": t, "s_per_step": "1", "ratio_to_baseline": r, "cpu": "avx2", "precision": "32", "date": d}
+        for d, t, r in rounds
+    ]
+    there = speedrun.step_times_on("bf16", own, claims)
+    assert there["d128"].seconds == pytest.approx(0.55 / 0.5 * 0.25)  # round A's recipe, not the latest (0.7)
+    assert there["d128"].basis == "ratio to the recipe on avx2"
+    assert there["lars"].seconds == pytest.approx(0.9 / 0.6 * 0.25)  # no recipe in round B: its median
+    assert there["lars"].basis == "ratio to the recipe on avx2 (the recipe's median over 3 rounds)"
+
+
 def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_beside_the_recipe():
     own = [
         {"setting": t, "s_per_step": v, "ratio_to_baseline": "1", "cpu": "avx2", "precision": "32-true"}
