@@ -478,9 +478,11 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
             continue
         twins = [t for t, o in SETTINGS.items() if t != tag and same_step(o, s)]
         for side in set(s.sides(s.screen_epochs)) - {FULL_SIDE}:
-            name = side_tag(tag, side)
-            twin = next((step for t in twins if (step := measured(side_tag(t, side), side_tag(t, side)))), None)
-            if step := measured(name) or twin or by_ratio(name, s.anchor):
+            name, others = side_tag(tag, side), [side_tag(t, side) for t in twins]
+            here_too = (measured(n, n) for n in others)  # a twin's side measured here, else its ratio
+            if step := measured(name) or next((x for x in here_too if x), None) or by_ratio(name, s.anchor):
+                out[name] = step
+            elif step := next((x for n in others if (x := by_ratio(n, s.anchor))), None):
                 out[name] = step
         if (step := ramp_step(tag, out)) is not None:
             out[tag] = step

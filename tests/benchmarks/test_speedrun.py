@@ -110,6 +110,7 @@ def test_step_times_are_measured_then_the_grids_step_then_a_ratio_to_the_recipe_
     assert there["lars"].basis == "ratio to the recipe on avx2"
     assert there["peer"].seconds == pytest.approx(2.0 * 0.4) and there["peer"].basis == "ratio to the baseline on avx2"
     assert there["ramp"].seconds == pytest.approx((0.15 / 0.5 * 0.25 + 0.3 / 0.5 * 0.25 + 0.25 + 0.25) / 4)
+    assert there["ramp-lr1e-3"].seconds == pytest.approx(there["ramp"].seconds)  # its twin's sides, carried
 
 
 def test_a_ratio_to_the_recipe_pairs_rows_of_one_round_else_takes_the_recipes_median():
