@@ -32,7 +32,7 @@ import time
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import speedrun_report
 from claims import clocks
@@ -456,13 +456,13 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
         basis = "measured" if of is None else f"{of}'s step, measured"
         return None if r is None else StepTime(float(r["s_per_step"]), machine, r["precision"], basis)
 
+    def first(steps: Iterable[Optional[StepTime]]) -> Optional[StepTime]:
+        return next((step for step in steps if step is not None), None)
+
     def same_work_step(s: Setting) -> Optional[StepTime]:
         """A measured setting's step that does the same work (a schedule, the augmentation's
         scale or beta change no work of the step)."""
-        for t, r in here.items():
-            if t in SETTINGS and same_step(SETTINGS[t], s):
-                return StepTime(float(r["s_per_step"]), machine, r["precision"], f"{t}'s step, measured")
-        return None
+        return first(measured(t, t) for t in here if t in SETTINGS and same_step(SETTINGS[t], s))
 
     def grid_step(s: Setting) -> Optional[StepTime]:
         r = grid.get((s.method, s.m, s.d, 16)) if s.grid_step else None
@@ -479,10 +479,9 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
         twins = [t for t, o in SETTINGS.items() if t != tag and same_step(o, s)]
         for side in set(s.sides(s.screen_epochs)) - {FULL_SIDE}:
             name, others = side_tag(tag, side), [side_tag(t, side) for t in twins]
-            here_too = (measured(n, n) for n in others)  # a twin's side measured here, else its ratio
-            if step := measured(name) or next((x for x in here_too if x), None) or by_ratio(name, s.anchor):
-                out[name] = step
-            elif step := next((x for n in others if (x := by_ratio(n, s.anchor))), None):
+            # its own side measured here, else a twin's; then its own ratio, else a twin's
+            step = measured(name) or first(measured(n, n) for n in others)
+            if step := step or by_ratio(name, s.anchor) or first(by_ratio(n, s.anchor) for n in others):
                 out[name] = step
         if (step := ramp_step(tag, out)) is not None:
             out[tag] = step
