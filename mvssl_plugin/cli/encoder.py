@@ -28,18 +28,25 @@ def export_main(argv: Optional[List[str]] = None) -> None:
     report_errors(export)(args.run, args.out, force=args.force)
 
 
+def _encoder_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A parser for a command that feeds images to an exported encoder: the encoder folder first, and
+    the batch and device options both commands share."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("encoder", help="an exported encoder folder (mvssl-export)")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--device", default="auto", help="auto (the GPU when there is one), cpu, cuda")
+    return parser
+
+
 def embed_main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="mvssl-embed",
-        description="Features of a folder of images (an ImageFolder tree gives labels too) from an exported "
+    parser = _encoder_parser(
+        "mvssl-embed",
+        "Features of a folder of images (an ImageFolder tree gives labels too) from an exported "
         "encoder, fed as the run's evaluation fed it, into a .npz (features, paths, labels, classes).",
     )
-    parser.add_argument("encoder", help="an exported encoder folder (mvssl-export)")
     parser.add_argument("images", help="a folder of images, or an ImageFolder tree (one sub-folder per class)")
     parser.add_argument("--out", required=True, help="the .npz to write")
-    parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--num-workers", type=int, default=0, help="image-decoding worker processes")
-    parser.add_argument("--device", default="auto", help="auto (the GPU when there is one), cpu, cuda")
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
     args = parser.parse_args(argv)
     # local: torch (~3 s) loads once the arguments parse: --help and usage errors stay fast
@@ -51,18 +58,15 @@ def embed_main(argv: Optional[List[str]] = None) -> None:
 
 
 def umap_main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="mvssl-umap",
-        description="A UMAP picture of an exported encoder's features of the training (and validation) "
+    parser = _encoder_parser(
+        "mvssl-umap",
+        "A UMAP picture of an exported encoder's features of the training (and validation) "
         "images, coloured by class, on a CPU or a GPU. Needs umap-learn.",
     )
-    parser.add_argument("encoder", help="an exported encoder folder (mvssl-export)")
     parser.add_argument("train", help="training images: an ImageFolder tree (or any folder of images)")
     parser.add_argument("--val", help="validation images, drawn beside them")
     parser.add_argument("--out", required=True, help="the picture to write (.png, .pdf, .svg, .jpg)")
     parser.add_argument("--max-images", type=int, default=5000, help="at most this many images of each set")
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--device", default="auto", help="auto (the GPU when there is one), cpu, cuda")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
     args = parser.parse_args(argv)
