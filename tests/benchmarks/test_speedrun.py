@@ -156,7 +156,7 @@ def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_besi
     # all settings: what another's step stands for is not timed again (lr, schedule, crops, beta)
     every = speedrun.timed_points(CPU)
     assert {"recipe", "ramp@16", "lars", "b256", "d128"} <= set(every)
-    assert not {"lr1e-3", "cos-lr5e-4", "crop0.2", "beta2x", "ramp-lr1e-3@16"} & set(every)
+    assert not {"lr1e-3", "cos-lr5e-4", "crop0.2", "jitter0.5", "beta2x", "ramp-lr1e-3@16"} & set(every)
 
 
 def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
@@ -217,7 +217,7 @@ def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_sa
 
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
     checked = {}
-    for tag in ("recipe", "b256", "crop0.2", "beta2x", "compile", "ramp"):
+    for tag in ("recipe", "b256", "crop0.2", "jitter0.5", "beta2x", "compile", "ramp"):
         recipe, extra = grid.overrides(CPU, speedrun.SETTINGS[tag].point(3), 1)
         cfg = compose_recipe(recipe, "pretrain", extra)
         adapt_to_hardware(cfg)
@@ -227,6 +227,10 @@ def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_sa
     assert recipe_cfg.optimizer.batch_size == 128 and checked["b256"].optimizer.batch_size == 256
     assert recipe_cfg.augmentations[0].rrc.crop_min_scale == 0.08
     assert checked["crop0.2"].augmentations[0].rrc.crop_min_scale == 0.2
+    jitter, half = recipe_cfg.augmentations[0].color_jitter, checked["jitter0.5"].augmentations[0].color_jitter
+    for key in ("brightness", "contrast", "saturation", "hue"):
+        assert half[key] == pytest.approx(jitter[key] / 2)
+    assert half.prob == jitter.prob
     assert checked["beta2x"].method_kwargs.lamb == pytest.approx(2 * recipe_cfg.method_kwargs.lamb)
     assert checked["beta2x"].method_kwargs.lamb == pytest.approx(6.6 / 256)
     assert checked["compile"].performance.compile and not recipe_cfg.performance.get("compile", False)
