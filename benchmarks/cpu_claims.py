@@ -78,7 +78,7 @@ import argparse
 from pathlib import Path
 from typing import Optional, Sequence
 
-from claims.cli import add_run_arguments, parse_run_arguments, run_budget
+from claims.cli import add_run_arguments, no_action, parse_run_arguments, run_budget
 from claims.clocks import measure_step_times
 from claims.grid import REPO, SCALES, find_point, scale_named, schedule
 from claims.report import report
@@ -112,7 +112,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.budget_min is not None or until is not None:
         run_budget(scale, schedule(scale, args.seeds), Path(__file__), args, until)
     else:
-        parser.print_help()
+        no_action(parser, args)
 
 
 if __name__ == "__main__":

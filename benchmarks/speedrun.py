@@ -36,7 +36,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import speedrun_report
 from claims import clocks
-from claims.cli import add_run_arguments, parse_run_arguments, run_budget
+from claims.cli import add_run_arguments, no_action, parse_run_arguments, run_budget
 from claims.grid import BASE_EPOCHS, REPO, RESULTS_ROOT, SCALES, Point, Scale, scale_named, step_overrides
 from claims.runner import finished, run_child
 from step_clock import run_setting
@@ -702,7 +702,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.budget_min is not None or until is not None:
         run_budget(scale, plan(scale), Path(__file__), args, until)
     else:
-        parser.print_help()
+        no_action(parser, args)
 
 
 if __name__ == "__main__":

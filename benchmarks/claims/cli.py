@@ -51,6 +51,20 @@ def parse_run_arguments(
     return args, until
 
 
+RUN_OPTIONS = ("only", "start_anyway", "pause_log", "pgid_file")
+
+
+def no_action(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """No action was asked for. Options that only shape a budget's runs (``--only``,
+    ``--start-anyway``, ``--pause-log``, ``--pgid-file``) mean the user meant to run something
+    and forgot the budget: that is an error (exit 2), not the help with exit 0, which a
+    background chain would take for a finished run. Without them, the help."""
+    given = [f"--{name.replace('_', '-')}" for name in RUN_OPTIONS if getattr(args, name, None)]
+    if given:
+        parser.error(f"{', '.join(given)} runs nothing without a budget: add --budget-min MINUTES or --until HH:MM")
+    parser.print_help()
+
+
 def run_budget(
     scale: Scale,
     plan: Sequence[Tuple[Point, int]],

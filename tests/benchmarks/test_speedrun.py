@@ -400,6 +400,23 @@ def test_both_harnesses_refuse_a_bad_clock_or_data_folder_before_any_work(harnes
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+@pytest.mark.parametrize("harness", ["speedrun", "cpu_claims"])
+def test_a_run_option_without_a_budget_is_an_error_not_the_help(harness, monkeypatch, capsys):
+    """``--only X --pause-log F`` without ``--budget-min``/``--until`` once printed the help and
+    exited 0; a background chain took that for the run's end and went on to the next."""
+    from claims import cli
+
+    monkeypatch.setattr(cli, "run_grid", lambda *args: pytest.fail("no budget, no run"))
+    main = __import__(harness).main
+    with pytest.raises(SystemExit) as stopped:
+        main(["--only", "lr2e-3-e18-s1", "--pause-log", "pause.log"])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert "--only, --pause-log runs nothing without a budget: add --budget-min MINUTES or --until HH:MM" in error
+    main([])  # nothing at all: the help, as before
+    assert capsys.readouterr().out.startswith("usage:")
+
+
 def test_only_picks_the_run_of_that_exact_name_else_every_run_containing_it():
     """``--only lr1e-3-e3-s2`` once went on to ``cos-lr1e-3-e3-s2``, whose name contains it."""
     plan = speedrun.plan(CPU)
