@@ -52,6 +52,8 @@ CLAIMS_STEP_TIMES = SCALES["cpu"].step_times
 RECIPE = "speedrun_cpu.yaml"
 #: the recipe's epochs: 30 minutes of training at the bf16 EPYC's step (0.2469 s x 390 steps)
 RECORD_EPOCHS = 18
+#: the 2-hour target's epochs: 74 x 390 steps at the bf16 EPYC's 0.2469 s are 119 minutes
+LONG_EPOCHS = 74
 #: the peer's epochs (solo-learn's recipe is written for 1000; the claims baseline's 20)
 PEER_EPOCHS = 20
 #: each lever's screening budget (a fitted schedule of this many epochs)
@@ -280,14 +282,16 @@ def import_claims(out: Path, claims: Path) -> List[str]:
 def plan(scale: Scale) -> List[Tuple[Point, int]]:
     """(point, seed) in the order runs are started (``SCREEN``'s docstring); the second seeds
     of ``CONFIRM``'s screens, then each record candidate at the record's epochs beside the
-    recipe's record."""
+    recipe's record, the other second seeds, and last each candidate at the 2-hour target's
+    epochs (a constant lr: it goes on from its 18-epoch run, a day of fp32 training on AVX2)."""
     screens = [SETTINGS[t].screen(scale) for t in SCREEN]
     confirm = [(SETTINGS[t].screen(scale), 2) for t in CONFIRM]
     records = [SETTINGS[t].point(RECORD_EPOCHS, scale) for t in ("recipe", *RECORD_CANDIDATES)]
     peer = SETTINGS["peer"].point(PEER_EPOCHS, scale)
     full = [(p, seed) for seed in (1, 2) for p in (*records, peer)]
     later = [(p, 2) for p in screens if (p, 2) not in confirm]
-    return [(p, 1) for p in screens] + confirm + full + later
+    long = [(SETTINGS[t].point(LONG_EPOCHS, scale), seed) for seed in (1, 2) for t in RECORD_CANDIDATES]
+    return [(p, 1) for p in screens] + confirm + full + later + long
 
 
 def find(scale: Scale, name: str) -> Tuple[Point, int]:

@@ -192,6 +192,19 @@ def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_sch
     # the record's epochs: the recipe, each candidate and nothing else of ours (the peer has its own)
     records = {p.tag for p, _ in speedrun.plan(CPU) if p.epochs == speedrun.RECORD_EPOCHS}
     assert records == {"recipe", *speedrun.RECORD_CANDIDATES} and speedrun.RECORD_CANDIDATES
+    # the 2-hour runs: each candidate, two seeds, last in the plan, going on from its finished record run
+    plan = speedrun.plan(CPU)
+    long = [(p.tag, seed) for p, seed in plan if p.epochs == speedrun.LONG_EPOCHS]
+    assert long == [(t, seed) for seed in (1, 2) for t in speedrun.RECORD_CANDIDATES]
+    assert [p.epochs for p, _ in plan[-len(long) :]] == [speedrun.LONG_EPOCHS] * len(long)
+    assert speedrun.LONG_EPOCHS * 390 * 0.2469 <= 2 * 3600  # within 2 hours at the bf16 EPYC's step
+    tag = speedrun.RECORD_CANDIDATES[0]
+    record = speedrun.SETTINGS[tag].point(speedrun.RECORD_EPOCHS)
+    write_csv(scale.results, finished + [{"run": record.name(1)}])
+    ckpt = scale.run_folder(record.name(1)) / "mabt" / "x" / "ep=17.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"weights")
+    assert runner.prefix_run(scale, speedrun.SETTINGS[tag].point(speedrun.LONG_EPOCHS), 1) == record
 
 
 def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs(tiny_cifar, monkeypatch):
