@@ -283,7 +283,7 @@ def plan(scale: Scale) -> List[Tuple[Point, int]]:
     """(point, seed) in the order runs are started (``SCREEN``'s docstring); the second seeds
     of ``CONFIRM``'s screens, then each record candidate at the record's epochs beside the
     recipe's record, the other second seeds, and last each candidate at the 2-hour target's
-    epochs (a constant lr: it goes on from its 18-epoch run, a day of fp32 training on AVX2)."""
+    epochs (a constant lr: it goes on from its 18-epoch run; about 8 more hours on a 2-core AVX2 CPU)."""
     screens = [SETTINGS[t].screen(scale) for t in SCREEN]
     confirm = [(SETTINGS[t].screen(scale), 2) for t in CONFIRM]
     records = [SETTINGS[t].point(RECORD_EPOCHS, scale) for t in ("recipe", *RECORD_CANDIDATES)]

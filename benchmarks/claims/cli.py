@@ -51,6 +51,7 @@ def parse_run_arguments(
     return args, until
 
 
+#: the options that only shape the runs a budget starts
 RUN_OPTIONS = ("only", "start_anyway", "pause_log", "pgid_file")
 
 
