@@ -37,7 +37,17 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import speedrun_report
 from claims import clocks
 from claims.cli import add_run_arguments, no_action, parse_run_arguments, run_budget
-from claims.grid import BASE_EPOCHS, REPO, RESULTS_ROOT, SCALES, Point, Scale, scale_named, step_overrides
+from claims.grid import (
+    BASE_EPOCHS,
+    REPO,
+    RESULTS_ROOT,
+    SCALES,
+    Point,
+    Scale,
+    override_key,
+    scale_named,
+    step_overrides,
+)
 from claims.runner import finished, run_child
 from step_clock import run_setting
 
@@ -50,6 +60,9 @@ OUT = RESULTS_ROOT / "speedrun"
 STEPS = "steps.csv"
 CLAIMS_STEP_TIMES = SCALES["cpu"].step_times
 RECIPE = "speedrun_cpu.yaml"
+#: the lr the recipe's settings were screened at (``speedrun_cpu.yaml``'s own so far): each setting on the
+#: recipe that sets no lr of its own pins it, so the yaml taking a lever's lr changes no setting's training
+SCREEN_LR = 5e-4
 #: the recipe's epochs: 30 minutes of training at the bf16 EPYC's step (0.2469 s x 390 steps)
 RECORD_EPOCHS = 18
 #: the 2-hour target's epochs: 74 x 390 steps at the bf16 EPYC's 0.2469 s are 119 minutes
@@ -103,6 +116,8 @@ class Setting:
         (solo-learn scales the lr with it), the rest as on the CPU. Its name is the same on
         every scale (``<tag>-e<epochs>-s<seed>``)."""
         extra = list(self.overrides)
+        if self.recipe == RECIPE and not any(override_key(o) == "optimizer.lr" for o in extra):
+            extra.insert(0, f"optimizer.lr={SCREEN_LR:g}")
         if self.warmup is not None:
             extra.append(f"++scheduler.warmup_epochs={epochs * self.warmup:g}")
         if self.resolution_start is not None:

@@ -220,6 +220,21 @@ def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epoch
     assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
 
+def test_every_setting_on_the_recipe_names_its_lr_so_the_yamls_lr_changes_none(tiny_cifar, monkeypatch):
+    """Levers were screened at the yaml's lr of the time; when the yaml takes a lever's lr, a
+    setting that relied on the yaml's would change its training under its old runs' rows."""
+    monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
+    for tag, setting in speedrun.SETTINGS.items():
+        _, extra = grid.overrides(CPU, setting.point(3), 1)
+        lrs = [o for o in extra if grid.override_key(o) == "optimizer.lr"]
+        own = [o for o in setting.overrides if grid.override_key(o) == "optimizer.lr"]
+        if setting.recipe == speedrun.RECIPE:
+            assert lrs == (own or [f"optimizer.lr={speedrun.SCREEN_LR:g}"]), tag
+        else:
+            assert lrs == own, tag  # the peer: its own recipe's lr
+    assert grid.overrides(CPU, speedrun.SETTINGS["lr2e-3"].point(3), 1)[1].count("optimizer.lr=2e-3") == 1
+
+
 def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_say(tiny_cifar, monkeypatch):
     """Each lever's overrides pass the plugin's checks (as a launch runs them, before the model is
     built) and set what the lever says: batch, crop scale, beta (by the rule, from its constant)."""
