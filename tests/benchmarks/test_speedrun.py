@@ -15,6 +15,7 @@ from helpers import run_entry
 from speedrun_report import StepTime
 
 CPU = grid.SCALES["cpu"]
+REF = speedrun.REFERENCE  # the levers' reference: the recipe at the lr they were screened at
 
 
 def _curve(run: str, knn: list, steps_per_epoch: int = 390) -> list:
@@ -91,9 +92,9 @@ def test_step_times_are_measured_then_the_grids_step_then_a_ratio_to_the_recipe_
         {"method": "mabt", "m": "2", "d": "2048", "width": "16", "s_per_step": "0.4", "cpu": "bf16", "precision": "bf"},
     ]
     here = speedrun.step_times_on("avx2", own, claims)
-    assert here["lars"] == StepTime(0.6, "avx2", "32-true", "measured") and "recipe" not in here
+    assert here["lars"] == StepTime(0.6, "avx2", "32-true", "measured") and REF not in here
     there = speedrun.step_times_on("bf16", own, claims)
-    assert there["recipe"] == StepTime(0.25, "bf16", "bf", "claims grid's step")  # the same step as the grid's
+    assert there[REF] == StepTime(0.25, "bf16", "bf", "claims grid's step")  # the same step as the grid's
     assert there["lars"].seconds == pytest.approx(0.75 * 0.4)  # not a grid step: its ratio x the baseline there
     assert there["lars"].basis == "ratio to the baseline on avx2"
     assert "mixres" not in there  # never measured anywhere
@@ -102,12 +103,12 @@ def test_step_times_are_measured_then_the_grids_step_then_a_ratio_to_the_recipe_
     # variant of the recipe, stays a ratio to the baseline
     own += [
         {"setting": t, "s_per_step": v, "ratio_to_baseline": r, "cpu": "avx2", "precision": "32-true"}
-        for t, v, r in (("recipe", "0.4", "0.5"), ("peer", "1.6", "2.0"), ("ramp@16", "0.12", "0.15"),
+        for t, v, r in ((REF, "0.4", "0.5"), ("peer", "1.6", "2.0"), ("ramp@16", "0.12", "0.15"),
                         ("ramp@24", "0.24", "0.3"))
     ]  # fmt: skip
     there = speedrun.step_times_on("bf16", own, claims)
     assert there["lars"].seconds == pytest.approx(0.75 / 0.5 * 0.25)
-    assert there["lars"].basis == "ratio to the recipe on avx2"
+    assert there["lars"].basis == f"ratio to the {REF} on avx2"
     assert there["peer"].seconds == pytest.approx(2.0 * 0.4) and there["peer"].basis == "ratio to the baseline on avx2"
     assert there["ramp"].seconds == pytest.approx((0.15 / 0.5 * 0.25 + 0.3 / 0.5 * 0.25 + 0.25 + 0.25) / 4)
     assert there["ramp-lr1e-3"].seconds == pytest.approx(there["ramp"].seconds)  # its twin's sides, carried
@@ -120,23 +121,23 @@ def test_a_ratio_to_the_recipe_pairs_rows_of_one_round_else_takes_the_recipes_me
         {"method": "mabt", "m": "2", "d": "256", "width": "16", "s_per_step": "0.25", "cpu": "bf16", "precision": "bf"},
         {"method": "mabt", "m": "2", "d": "2048", "width": "16", "s_per_step": "0.4", "cpu": "bf16", "precision": "bf"},
     ]
-    rounds = [("A", "recipe", "0.5"), ("A", "d128", "0.55"), ("B", "lars", "0.9"), ("C", "recipe", "0.6")]
-    rounds += [("D", "recipe", "0.7")]
+    rounds = [("A", REF, "0.5"), ("A", "d128", "0.55"), ("B", "lars", "0.9"), ("C", REF, "0.6")]
+    rounds += [("D", REF, "0.7")]
     own = [
         {"setting": t, "s_per_step": "1", "ratio_to_baseline": r, "cpu": "avx2", "precision": "32", "date": d}
         for d, t, r in rounds
     ]
     there = speedrun.step_times_on("bf16", own, claims)
     assert there["d128"].seconds == pytest.approx(0.55 / 0.5 * 0.25)  # round A's recipe, not the latest (0.7)
-    assert there["d128"].basis == "ratio to the recipe on avx2"
+    assert there["d128"].basis == f"ratio to the {REF} on avx2"
     assert there["lars"].seconds == pytest.approx(0.9 / 0.6 * 0.25)  # no recipe in round B: its median
-    assert there["lars"].basis == "ratio to the recipe on avx2 (the recipe's median over 3 rounds)"
+    assert there["lars"].basis == f"ratio to the {REF} on avx2 (the {REF}'s median over 3 rounds)"
 
 
 def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_beside_the_recipe():
     own = [
         {"setting": t, "s_per_step": v, "ratio_to_baseline": "1", "cpu": "avx2", "precision": "32-true"}
-        for t, v in (("baseline", "1.5"), ("recipe", "1.0"), ("ramp@16", "0.3"), ("ramp@24", "0.6"))
+        for t, v in (("baseline", "1.5"), (REF, "1.0"), ("ramp@16", "0.3"), ("ramp@24", "0.6"))
     ]
     ramp = speedrun.SETTINGS["ramp"]
     assert ramp.sides(ramp.screen_epochs) == [16, 24, 32, 32]
@@ -149,13 +150,13 @@ def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_besi
     assert twin.seconds == pytest.approx(step.seconds) and "ramp@16's step, measured" in twin.basis
     # --step-times: each side below 32 px on its own, at a fixed crop, the recipe beside them
     timed = speedrun.timed_points(CPU, ["ramp"])
-    assert list(timed) == ["baseline", "recipe", "ramp@16", "ramp@24"]
+    assert list(timed) == ["baseline", REF, "ramp@16", "ramp@24"]
     assert "augmentations.0.crop_size=16" in timed["ramp@16"].extra
     assert not any(o.startswith("+memory.resolution") for o in timed["ramp@16"].extra)
     assert "+memory.resolution.start=16" in ramp.screen().extra and ramp.screen().name(1) == "ramp-e4-s1"
     # all settings: what another's step stands for is not timed again (lr, schedule, crops, beta)
     every = speedrun.timed_points(CPU)
-    assert {"recipe", "ramp@16", "lars", "b256", "d128"} <= set(every)
+    assert {REF, "ramp@16", "lars", "b256", "d128"} <= set(every)
     assert not {"lr1e-3", "cos-lr5e-4", "crop0.2", "jitter0.5", "beta2x", "ramp-lr1e-3@16"} & set(every)
 
 
@@ -163,8 +164,8 @@ def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
     names = [p.name(s) for p, s in speedrun.plan(CPU)]
     assert len(names) == len(set(names))
     # a screen that beat the recipe gets its second seed before any record run
-    assert max(names.index("ramp-e4-s2"), names.index("lr1e-3-e3-s2")) < names.index("recipe-e18-s1")
-    assert names.index("recipe-e18-s1") < names.index("d128-e3-s2")
+    assert max(names.index("ramp-e4-s2"), names.index("lr1e-3-e3-s2")) < names.index(f"{REF}-e18-s1")
+    assert names.index(f"{REF}-e18-s1") < names.index("d128-e3-s2")
     for point, seed in speedrun.plan(CPU):
         assert speedrun.find(CPU, point.name(seed)) == (point, seed)
         assert speedrun.setting_of(point.name(seed)) == point.tag
@@ -191,7 +192,7 @@ def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_sch
     assert not speedrun.SETTINGS["ramp"].point(18).extendable and speedrun.SETTINGS["lr1e-3"].point(18).extendable
     # the record's epochs: the recipe, each candidate and nothing else of ours (the peer has its own)
     records = {p.tag for p, _ in speedrun.plan(CPU) if p.epochs == speedrun.RECORD_EPOCHS}
-    assert records == {"recipe", *speedrun.RECORD_CANDIDATES} and speedrun.RECORD_CANDIDATES
+    assert records == {REF, *speedrun.RECORD_CANDIDATES} and speedrun.RECORD_CANDIDATES
     # the 2-hour runs: each candidate, two seeds, last in the plan, going on from its finished record run
     plan = speedrun.plan(CPU)
     long = [(p.tag, seed) for p, seed in plan if p.epochs == speedrun.LONG_EPOCHS]
@@ -216,7 +217,7 @@ def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epoch
     _, peer = grid.overrides(CPU, speedrun.SETTINGS["peer"].point(20), 1)
     assert [o for o in peer if o.startswith("method_kwargs.lamb")] == ["method_kwargs.lamb=0.0051"]
     assert "method=barlow_twins" in peer and "++scheduler.warmup_epochs=0.2" in peer
-    _, const = grid.overrides(CPU, speedrun.SETTINGS["recipe"].point(3), 1)
+    _, const = grid.overrides(CPU, speedrun.SETTINGS[REF].point(3), 1)
     assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
 
@@ -233,6 +234,13 @@ def test_every_setting_on_the_recipe_names_its_lr_so_the_yamls_lr_changes_none(t
         else:
             assert lrs == own, tag  # the peer: its own recipe's lr
     assert grid.overrides(CPU, speedrun.SETTINGS["lr2e-3"].point(3), 1)[1].count("optimizer.lr=2e-3") == 1
+    # the yaml a user runs is RECIPE_SETTING's training (the record the README shows first), not the reference's
+    from mvssl_plugin.cli.config_name import compose_recipe
+
+    yaml_lr = compose_recipe(speedrun.RECIPE, "pretrain", []).optimizer.lr
+    (own,) = [o for o in speedrun.SETTINGS[speedrun.RECIPE_SETTING].overrides if grid.override_key(o) == "optimizer.lr"]
+    assert float(own.split("=", 1)[1]) == yaml_lr != speedrun.SCREEN_LR
+    assert speedrun.RECIPE_SETTING in speedrun.RECORD_CANDIDATES
 
 
 def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_say(tiny_cifar, monkeypatch):
@@ -247,13 +255,13 @@ def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_sa
 
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
     checked = {}
-    for tag in ("recipe", "b256", "crop0.2", "jitter0.5", "beta2x", "compile", "ramp"):
+    for tag in (REF, "b256", "crop0.2", "jitter0.5", "beta2x", "compile", "ramp"):
         recipe, extra = grid.overrides(CPU, speedrun.SETTINGS[tag].point(3), 1)
         cfg = compose_recipe(recipe, "pretrain", extra)
         adapt_to_hardware(cfg)
         check_pretrain_cfg(cfg, register(), BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
         checked[tag] = cfg
-    recipe_cfg = checked["recipe"]
+    recipe_cfg = checked[REF]
     assert recipe_cfg.optimizer.batch_size == 128 and checked["b256"].optimizer.batch_size == 256
     assert recipe_cfg.augmentations[0].rrc.crop_min_scale == 0.08
     assert checked["crop0.2"].augmentations[0].rrc.crop_min_scale == 0.2
@@ -268,9 +276,9 @@ def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_sa
     # on a GPU every setting trains at batch 512, and the batch lever at twice that, once
     gpu = grid.SCALES["gpu"]
     batches = {t: [o for o in grid.overrides(gpu, speedrun.SETTINGS[t].point(3, gpu), 1)[1] if "batch_size" in o]
-               for t in ("recipe", "b256", "peer")}  # fmt: skip
+               for t in (REF, "b256", "peer")}  # fmt: skip
     assert batches == {
-        "recipe": ["optimizer.batch_size=512"],
+        REF: ["optimizer.batch_size=512"],
         "b256": ["optimizer.batch_size=1024"],
         "peer": ["optimizer.batch_size=512"],
     }
@@ -305,27 +313,39 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
     out.mkdir()
     runs = {
         "cos-lr5e-4-e3-s1": [45, 50, 53],
-        "recipe-e3-s1": [44, 47, 49],
-        "recipe-e18-s1": [44, 47, 49] + [47 + e for e in range(3, 18)],  # no schedule: the screen is its start
+        f"{REF}-e3-s1": [44, 47, 49],
+        f"{REF}-e18-s1": [44, 47, 49] + [47 + e for e in range(3, 18)],  # no schedule: the screen is its start
     }
     write_csv(out / "curves.csv", [{**r, "seed": "1"} for run, knn in runs.items() for r in _curve(run, knn)])
     write_csv(out / "results.csv", [{"run": run, "seed": "1", "commit": "abc"} for run in runs])
+    # steps measured on two more machines: one of the targets' kind (2 cores, bf16 native), one not
+    box, old = "Box, 2 cores, bf16 native", "Old, 2 cores, bf16 not native"
+    write_csv(out / "steps.csv", [
+        {"setting": tag, "s_per_step": s, "ratio_to_baseline": r, "cpu": cpu, "precision": "p", "date": "d"}
+        for cpu, steps in ((box, (("baseline", "0.5", "1.0"), (REF, "0.3", "0.6"))),
+                           (old, (("baseline", "1.5", "1.0"), (REF, "1.0", "0.67"))))
+        for tag, s, r in steps
+    ])  # fmt: skip
     readme, doc = tmp_path / "README.md", tmp_path / "speedrun.md"
     readme.write_text(f"# x\n{speedrun.RECORDS_START}\nold\n{speedrun.END}\ntail\n")
     doc.write_text(f"# y\n{speedrun.LEVERS_START}\n{speedrun.END}\n")
     speedrun.report(out, readme, doc)
     # the target machine's clock: the claims grid's own m = 2, d = 256 step (its step_times.csv)
     (record,) = [r for r in read_csv(out / "records.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
-    assert record["run"] == "recipe-e18-s1" and record["basis"] == "claims grid's step"  # screens are not records
+    assert record["run"] == f"{REF}-e18-s1" and record["basis"] == "claims grid's step"  # screens are not records
     text = readme.read_text()
-    assert "old" not in text and text.endswith(f"{speedrun.END}\ntail\n") and "| recipe | 1 | 18 | 64.0 |" in text
+    assert "old" not in text and text.endswith(f"{speedrun.END}\ntail\n") and f"| {REF} | 1 | 18 | 64.0 |" in text
+    # the README's records: timed on each machine of the targets' kind, the target machine first
+    shown = [line for line in text.splitlines() if line.startswith(f"| {REF} |")]
+    assert [line.split("| ")[-1].split(" (")[0] for line in shown] == [speedrun.TARGET_MACHINE, box]
+    assert f"| {REF} | 1 | 18 | 64.0 | {4 * 390 * 0.3 / 60:.1f} |" in text and old not in text  # 50% at epoch 4
     (lever,) = [r for r in read_csv(out / "levers.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
     assert (lever["lever"], lever["gain_points_equal_seconds"]) == ("schedule", "4.0")  # equal steps: 53 - 49
-    assert "| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | recipe |" in doc.read_text()
-    assert (out / "knn_vs_minutes.png").is_file() and "| recipe | 1 | 18 |" in (out / "summary.md").read_text()
+    assert f"| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | {REF} |" in doc.read_text()
+    assert (out / "knn_vs_minutes.png").is_file() and f"| {REF} | 1 | 18 |" in (out / "summary.md").read_text()
 
 
-def test_the_claims_grids_runs_of_the_recipe_come_in_as_its_screen_and_record_naming_their_source(tmp_path):
+def test_the_claims_grids_runs_of_the_reference_come_in_as_its_screen_and_record_naming_their_source(tmp_path):
     from mvssl_plugin.runs import read_csv, write_csv
 
     claims, out = tmp_path / "claims", tmp_path / "speedrun"
@@ -337,12 +357,12 @@ def test_the_claims_grids_runs_of_the_recipe_come_in_as_its_screen_and_record_na
     finals = [{"run": run, "seed": "1", "knn_backbone": "59", "commit": "abc"} for run in (source, m4)]
     write_csv(claims / "results.csv", finals)
     # no seed 2 in the grid here; the m = 4 run is the m4 setting's screen only
-    assert speedrun.import_claims(out, claims) == ["recipe-e3-s1", "recipe-e18-s1", "m4-e3-s1"]
+    assert speedrun.import_claims(out, claims) == [f"{REF}-e3-s1", f"{REF}-e18-s1", "m4-e3-s1"]
     assert {r["run"]: r["knn_backbone"] for r in read_csv(out / "results.csv")}["m4-e3-s1"] == "46"
     results = {r["run"]: r for r in read_csv(out / "results.csv")}
-    assert results["recipe-e3-s1"]["knn_backbone"] == "42" and results["recipe-e3-s1"]["epochs"] == "3"
-    assert results["recipe-e18-s1"]["knn_backbone"] == "57" and "claims grid's" in results["recipe-e18-s1"]["source"]
-    assert [r["epoch"] for r in read_csv(out / "curves.csv") if r["run"] == "recipe-e3-s1"] == ["1", "2", "3"]
+    assert results[f"{REF}-e3-s1"]["knn_backbone"] == "42" and results[f"{REF}-e3-s1"]["epochs"] == "3"
+    assert results[f"{REF}-e18-s1"]["knn_backbone"] == "57" and "claims grid's" in results[f"{REF}-e18-s1"]["source"]
+    assert [r["epoch"] for r in read_csv(out / "curves.csv") if r["run"] == f"{REF}-e3-s1"] == ["1", "2", "3"]
     assert speedrun.import_claims(out, claims) == []  # already there: left alone
 
 
