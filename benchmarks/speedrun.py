@@ -538,6 +538,17 @@ def of_the_targets_kind(machine: str) -> bool:
     return machine == TARGET_MACHINE or machine.endswith(", 2 cores, bf16 native")
 
 
+def peer_lines(rows: Sequence[dict]) -> List[str]:
+    """The peer target's paragraph and table (``speedrun_report.speedup_rows``' rows)."""
+    return [
+        f"Against solo-learn's `barlow_twins` recipe (`peer`, {PEER_EPOCHS} epochs): the minutes each took to",
+        f"the peer's final kNN, the peer's run against `{RECIPE_SETTING}`'s of the same seed (`peer.csv`; the",
+        "target: at least 2x less time).",
+        "",
+        *(speedrun_report.speedup_table(rows) if rows else ["The peer's full run has not finished yet."]),
+    ]
+
+
 #: where the report writes its tables for readers: the README's record table, the docs' levers
 README = REPO / "README.md"
 LEVERS_DOC = REPO / "docs" / "speedrun.md"
@@ -580,8 +591,11 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         ]
     write_csv(out / "records.csv", records)
     write_csv(out / "levers.csv", levers)
+    peer = speedrun_report.speedup_rows(records, curves, "peer", RECIPE_SETTING)
+    write_csv(out / "peer.csv", peer)
     targets = [m for m in machines if of_the_targets_kind(m)]
     first = [r for r in records if r["timed_on"] in targets]
+
     claims_curves = read_csv(CLAIMS_STEP_TIMES.parent / "curves.csv")
     beside = baseline_rows(machines, own, claims, claims_curves, read_csv(CLAIMS_STEP_TIMES.parent / "results.csv"))
     lines = [
@@ -595,6 +609,10 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         f"## Records, timed on {' and on '.join(targets)}",
         "",
         *(speedrun_report.records_table(first) if first else ["No record run has finished yet."]),
+        "",
+        "## The peer, side by side",
+        "",
+        *peer_lines(peer),
         "",
         "## The record beside the claims baseline, on every machine timed",
         "",
@@ -616,6 +634,7 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         records_block = speedrun_report.records_table(first) if first else ["No record run has finished yet."]
         where = " and on ".join(targets)
         records_block += ["", f"(Timed on {where}; every clock: `benchmarks/results/speedrun/records.csv`.)"]
+        records_block += ["", *peer_lines([r for r in peer if r["timed_on"] in targets])]
         readme.write_text(speedrun_report.replace_between(readme.read_text(), RECORDS_START, END, records_block))
     if levers_doc is not None:
         shown = [r for r in levers if r["timed_on"] == machines[0]] or levers

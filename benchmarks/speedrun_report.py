@@ -110,6 +110,44 @@ def record_rows(
     return rows
 
 
+def speedup_rows(records: Sequence[dict], curves: Sequence[dict], peer: str, ours: str) -> List[dict]:
+    """The peer target, per machine and seed (``records``: :func:`record_rows`' rows): the seconds the
+    ``peer`` setting's run took to its final kNN, and those ``ours`` took to reach that kNN (the end of
+    its first epoch at or above it). ``speedup`` = peer / ours; empty where ours never reached it."""
+    rows = []
+    for p in (r for r in records if r["setting"] == peer):
+        mate = [
+            r for r in records if r["setting"] == ours and r["timed_on"] == p["timed_on"] and r["seed"] == p["seed"]
+        ]
+        for o in mate:
+            reached = seconds_to(curve_of(curves, o["run"]), float(p["final_knn"]), float(o["s_per_step"]))
+            rows.append({
+                "timed_on": p["timed_on"],
+                "seed": p["seed"],
+                "peer_run": p["run"],
+                "peer_final_knn": p["final_knn"],
+                "peer_seconds": p["final_seconds"],
+                "ours_run": o["run"],
+                "ours_seconds": "" if reached is None else round(reached, 1),
+                "speedup": "" if reached is None else round(float(p["final_seconds"]) / reached, 2),
+            })  # fmt: skip
+    return rows
+
+
+def speedup_table(rows: Sequence[dict]) -> List[str]:
+    lines = [
+        "| seed | peer's final kNN | peer's minutes | ours to it, minutes | less time | timed on |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        speedup = "never reached" if r["speedup"] == "" else f"{float(r['speedup']):.2f}x"
+        lines.append(
+            f"| {r['seed']} | {r['peer_final_knn']} | {_minutes(r['peer_seconds'])} | {_minutes(r['ours_seconds'])} "
+            f"| {speedup} | {r['timed_on']} |"
+        )
+    return lines
+
+
 @dataclass(frozen=True)
 class Lever:
     """One lever: ``changed`` against ``reference`` (settings), at equal training seconds."""

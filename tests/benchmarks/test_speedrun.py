@@ -54,6 +54,29 @@ def test_records_give_minutes_to_each_target_and_knn_at_each_budget():
     assert report.record_rows(runs, curves, {}, {}) == []  # no step time on that machine: no row
 
 
+def test_the_peer_target_is_the_peers_seconds_to_its_final_knn_over_ours_to_the_same_knn():
+    """Per machine and seed: the peer's whole run against the first epoch of ours at or above the
+    peer's final kNN; a seed or machine without its mate gives no row, a kNN never reached no ratio."""
+    curves = _curve("peer-e20-s1", [30 + e for e in range(20)], 195) + _curve(
+        "ours-e18-s1", [40 + e for e in range(18)]
+    )
+    curves += _curve("ours-e18-s2", [30] * 18)
+    steps = {"peer": StepTime(1.0, "box", "bf16", "measured"), "ours": StepTime(0.25, "box", "bf16", "measured")}
+    runs = [("peer-e20-s1", "peer", "p", 1), ("ours-e18-s1", "ours", "o", 1), ("ours-e18-s2", "ours", "o", 2)]
+    runs += [("peer-e20-s2", "peer", "p", 2)]
+    curves += _curve("peer-e20-s2", [30 + e for e in range(20)], 195)
+    records = report.record_rows(runs, curves, steps, {})
+    other = report.record_rows(runs[:2], curves, {"peer": steps["peer"]}, {})  # ours not timed there
+    rows = report.speedup_rows(records + [{**r, "timed_on": "elsewhere"} for r in other], curves, "peer", "ours")
+    assert [(r["seed"], r["timed_on"]) for r in rows] == [(1, "box"), (2, "box")]
+    one, two = rows
+    assert one["peer_final_knn"] == 49.0 and one["peer_seconds"] == 20 * 195 * 1.0
+    assert one["ours_seconds"] == 10 * 390 * 0.25 and one["speedup"] == round(3900 / 975, 2)  # 49% at epoch 10
+    assert two["ours_seconds"] == "" and two["speedup"] == ""  # seed 2 of ours never reached 49%
+    table = report.speedup_table(rows)
+    assert "| 1 | 49.0 | 65.0 | 16.2 | 4.00x | box |" in table and "never reached" in table[-1]
+
+
 def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
     curves = _curve("a-e3-s1", [40, 45, 50]) + _curve("b-e3-s1", [38, 44, 48]) + _curve("b-e3-s2", [40, 46, 50])
     # the changed setting's step is twice as slow: its 3 epochs take the reference's 6 epochs' time,
@@ -339,6 +362,7 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
     shown = [line for line in text.splitlines() if line.startswith(f"| {REF} |")]
     assert [line.split("| ")[-1].split(" (")[0] for line in shown] == [speedrun.TARGET_MACHINE, box]
     assert f"| {REF} | 1 | 18 | 64.0 | {4 * 390 * 0.3 / 60:.1f} |" in text and old not in text  # 50% at epoch 4
+    assert "The peer's full run has not finished yet." in text and (out / "peer.csv").is_file()
     (lever,) = [r for r in read_csv(out / "levers.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
     assert (lever["lever"], lever["gain_points_equal_seconds"]) == ("schedule", "4.0")  # equal steps: 53 - 49
     assert f"| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | {REF} |" in doc.read_text()
