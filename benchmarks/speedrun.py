@@ -4,7 +4,7 @@ solo-learn's own Barlow Twins recipe, on all of CIFAR-10.
     python benchmarks/speedrun.py --list                  # the plan and what is done
     python benchmarks/speedrun.py --budget-min 120        # run the next runs for 2 hours
     python benchmarks/speedrun.py --step-times            # every setting's step, beside the baseline's
-    python benchmarks/speedrun.py --report                # records.csv, levers.csv, summary.md, plot
+    python benchmarks/speedrun.py --report                # records.csv, levers.csv, peer.csv, summary.md, plot
 
 The protocol and the machinery are the claims grid's (``cpu_claims.py``): every run is a child
 process training through ``main_pretrain.py``'s flow on all 50,000 training images, with the
