@@ -528,14 +528,16 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
 
 # ----------------------------------------------------------------------------- report
 
-#: the machine of the targets (a 2-core CPU with native bf16): the records' first clock
-TARGET_MACHINE = "AMD EPYC, 2 cores, bf16 native"
+#: the targets' kind of machine: 2 cores that compute bf16 natively
+TARGET_KIND = clocks.machine_kind(2, True)
+#: the machine of the targets: the records' first clock
+TARGET_MACHINE = f"AMD EPYC, {TARGET_KIND}"
 
 
 def of_the_targets_kind(machine: str) -> bool:
-    """Whether ``machine`` (``clocks.cpu_description``) is of the targets' kind: 2 cores, bf16 native.
+    """Whether ``machine`` (``clocks.cpu_description``) is of the targets' kind (``TARGET_KIND``).
     The README's records are timed on each such machine that measured the steps."""
-    return machine == TARGET_MACHINE or machine.endswith(", 2 cores, bf16 native")
+    return machine.endswith(f", {TARGET_KIND}")
 
 
 def peer_lines(rows: Sequence[dict]) -> List[str]:
@@ -595,7 +597,6 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     write_csv(out / "peer.csv", peer)
     targets = [m for m in machines if of_the_targets_kind(m)]
     first = [r for r in records if r["timed_on"] in targets]
-
     claims_curves = read_csv(CLAIMS_STEP_TIMES.parent / "curves.csv")
     beside = baseline_rows(machines, own, claims, claims_curves, read_csv(CLAIMS_STEP_TIMES.parent / "results.csv"))
     lines = [

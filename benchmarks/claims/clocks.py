@@ -221,7 +221,13 @@ def cpu_description(accelerator: str = "cpu") -> str:
         )
     except (OSError, StopIteration):
         pass
-    return f"{model}, {usable_cores()} cores, bf16 {'native' if native else 'not native'}"
+    return f"{model}, {machine_kind(usable_cores(), native)}"
+
+
+def machine_kind(cores: int, bf16_native: bool) -> str:
+    """The end of a machine's description (:func:`cpu_description`): what its step times depend on
+    besides the model, its cores and whether it computes bf16 natively."""
+    return f"{cores} cores, bf16 {'native' if bf16_native else 'not native'}"
 
 
 def step_times_by_machine(step_times: Sequence[dict]) -> Dict[str, List[dict]]:
