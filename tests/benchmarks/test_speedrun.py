@@ -244,6 +244,16 @@ def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epoch
     assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
 
+def test_the_peers_checkpoint_is_predicted_with_larss_one_momentum_not_adams_two(tiny_cifar, monkeypatch):
+    """Whether a run can be carried to another machine is decided on this prediction: the peer's
+    20-epoch checkpoint (LARS) measured 71.6 MiB, where Adam's two moments would predict 107.7."""
+    monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
+    peer = runner.checkpoint_mib(CPU, speedrun.SETTINGS["peer"].point(20))
+    ours = runner.checkpoint_mib(CPU, speedrun.SETTINGS[REF].point(20))
+    assert abs(peer - 71.6) < 1.0 and runner.CARRY_MAX_MB < peer
+    assert abs(ours - 10.05) < 0.5  # the recipe's measured checkpoint (Adam)
+
+
 def test_every_setting_on_the_recipe_names_its_lr_so_the_yamls_lr_changes_none(tiny_cifar, monkeypatch):
     """Levers were screened at the yaml's lr of the time; when the yaml takes a lever's lr, a
     setting that relied on the yaml's would change its training under its old runs' rows."""
