@@ -111,25 +111,28 @@ def record_rows(
 
 
 def speedup_rows(records: Sequence[dict], curves: Sequence[dict], peer: str, ours: str) -> List[dict]:
-    """The peer target, per machine and seed (``records``: :func:`record_rows`' rows): the seconds the
-    ``peer`` setting's run took to its final kNN, and those ``ours`` took to reach that kNN (the end of
-    its first epoch at or above it). ``speedup`` = peer / ours; empty where ours never reached it."""
+    """The peer target, per machine and seed (``records``: :func:`record_rows`' rows): the seconds each
+    of the ``peer`` setting's run and ``ours`` took to the peer's final kNN, by one rule for both (the
+    end of the first epoch at or above it: a peer that passed its final kNN before its last epoch is
+    timed there). ``speedup`` = peer / ours; empty where ours never reached it."""
     rows = []
     for p in (r for r in records if r["setting"] == peer):
         mate = [
             r for r in records if r["setting"] == ours and r["timed_on"] == p["timed_on"] and r["seed"] == p["seed"]
         ]
+        target = float(p["final_knn"])
+        peers = seconds_to(curve_of(curves, p["run"]), target, float(p["s_per_step"]))
         for o in mate:
-            reached = seconds_to(curve_of(curves, o["run"]), float(p["final_knn"]), float(o["s_per_step"]))
+            reached = seconds_to(curve_of(curves, o["run"]), target, float(o["s_per_step"]))
             rows.append({
                 "timed_on": p["timed_on"],
                 "seed": p["seed"],
                 "peer_run": p["run"],
                 "peer_final_knn": p["final_knn"],
-                "peer_seconds": p["final_seconds"],
+                "peer_seconds": round(peers, 1),
                 "ours_run": o["run"],
                 "ours_seconds": "" if reached is None else round(reached, 1),
-                "speedup": "" if reached is None else round(float(p["final_seconds"]) / reached, 2),
+                "speedup": "" if reached is None else round(peers / reached, 2),
             })  # fmt: skip
     return rows
 

@@ -55,11 +55,11 @@ def test_records_give_minutes_to_each_target_and_knn_at_each_budget():
 
 
 def test_the_peer_target_is_the_peers_seconds_to_its_final_knn_over_ours_to_the_same_knn():
-    """Per machine and seed: the peer's whole run against the first epoch of ours at or above the
-    peer's final kNN; a seed or machine without its mate gives no row, a kNN never reached no ratio."""
-    curves = _curve("peer-e20-s1", [30 + e for e in range(20)], 195) + _curve(
-        "ours-e18-s1", [40 + e for e in range(18)]
-    )
+    """Per machine and seed: the first epoch of each at or above the peer's final kNN (seed 1's peer
+    passed it at epoch 17, then fell back); a seed or machine without its mate gives no row, a kNN
+    never reached no ratio."""
+    peak = [30 + e for e in range(16)] + [49.5, 48.0, 48.5, 49.0]
+    curves = _curve("peer-e20-s1", peak, 195) + _curve("ours-e18-s1", [40 + e for e in range(18)])
     curves += _curve("ours-e18-s2", [30] * 18)
     steps = {"peer": StepTime(1.0, "box", "bf16", "measured"), "ours": StepTime(0.25, "box", "bf16", "measured")}
     runs = [("peer-e20-s1", "peer", "p", 1), ("ours-e18-s1", "ours", "o", 1), ("ours-e18-s2", "ours", "o", 2)]
@@ -70,11 +70,12 @@ def test_the_peer_target_is_the_peers_seconds_to_its_final_knn_over_ours_to_the_
     rows = report.speedup_rows(records + [{**r, "timed_on": "elsewhere"} for r in other], curves, "peer", "ours")
     assert [(r["seed"], r["timed_on"]) for r in rows] == [(1, "box"), (2, "box")]
     one, two = rows
-    assert one["peer_final_knn"] == 49.0 and one["peer_seconds"] == 20 * 195 * 1.0
-    assert one["ours_seconds"] == 10 * 390 * 0.25 and one["speedup"] == round(3900 / 975, 2)  # 49% at epoch 10
+    assert one["peer_final_knn"] == 49.0 and one["peer_seconds"] == 17 * 195 * 1.0
+    assert one["ours_seconds"] == 10 * 390 * 0.25 and one["speedup"] == round(3315 / 975, 2)  # 49% at epoch 10
+    assert two["peer_seconds"] == 20 * 195 * 1.0  # seed 2's peer reached its final kNN at its end
     assert two["ours_seconds"] == "" and two["speedup"] == ""  # seed 2 of ours never reached 49%
     table = report.speedup_table(rows)
-    assert "| 1 | 49.0 | 65.0 | 16.2 | 4.00x | box |" in table and "never reached" in table[-1]
+    assert "| 1 | 49.0 | 55.2 | 16.2 | 3.40x | box |" in table and "never reached" in table[-1]
 
 
 def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
