@@ -563,8 +563,8 @@ def peer_lines(rows: Sequence[dict]) -> List[str]:
     """The peer target's paragraph and table (``speedrun_report.speedup_rows``' rows)."""
     return [
         f"Against solo-learn's `barlow_twins` recipe (`peer`, {PEER_EPOCHS} epochs): the minutes each took to",
-        f"the peer's final kNN, the peer's run against `{RECIPE_SETTING}`'s of the same seed (`peer.csv`; the",
-        "target: at least 2x less time).",
+        "the peer's final kNN (the end of the first epoch at or above it, for both), the peer's run against",
+        f"`{RECIPE_SETTING}`'s of the same seed (`peer.csv`; the target: at least 2x less time).",
         "",
         *(speedrun_report.speedup_table(rows) if rows else ["The peer's full run has not finished yet."]),
     ]
