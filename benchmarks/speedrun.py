@@ -450,8 +450,9 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     steps.csv), else the claims grid's step where the setting's step is one of the grid's
     (``claims``: its step_times.csv), else its ratio to its anchor (``Setting.anchor``: the
     recipe it changes one thing of, or the claims baseline), measured on the first machine that
-    measured it, times the anchor's step on ``machine``. Measured here in an earlier round than
-    its anchor's latest: its ratio to the anchor in its round x that latest step (``beside``).
+    measured it, times the anchor's step on ``machine``. Where the reference was timed here in
+    several calls, its step is their median, and a setting timed in a call beside it is their
+    ratio in that call x that median (``beside``).
     A ratio to the recipe keeps a change
     that costs nothing at no cost; one to the baseline would carry over how the baseline's
     d = 2048 projector weighs against the recipe's on the other machine (0.67 on the AVX2 EPYC
@@ -491,25 +492,31 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
             basis += "" if beside else f" (the {anchor}'s median over {len(mates)} rounds)"
         return StepTime(ratio * step.seconds, machine, step.precision, basis)
 
-    def measured(name: str, of: Optional[str] = None) -> Optional[StepTime]:
-        r = here.get(name)
-        basis = "measured" if of is None else f"{of}'s step, measured"
-        return None if r is None else StepTime(float(r["s_per_step"]), machine, r["precision"], basis)
+    calls = [r for r in own if r["setting"] == REFERENCE and r["cpu"] == machine]  # one row per call
 
-    def beside(name: str, anchor: str) -> Optional[StepTime]:
-        """``name`` measured here in a round (a call: one date) that timed its anchor too, and the
-        anchor's latest step here from a later round: the two's ratio in that round x the anchor's
-        latest step. Steps here drift by up to 28% between quiet calls (the Xeon's), so a lever's
-        cost is a ratio measured side by side, as by_ratio's is."""
-        r, latest = here.get(name), here.get(anchor)
-        if r is None or latest is None or anchor not in out or latest.get("date") == r.get("date"):
+    def measured(name: str, of: Optional[str] = None) -> Optional[StepTime]:
+        """``name``'s own step here: its latest call's; the reference's, its median over calls."""
+        r = here.get(name)
+        if r is None:
             return None
-        mate = [a for a in own if a["setting"] == anchor and a["cpu"] == machine and a.get("date") == r.get("date")]
-        if not mate:
+        seconds, basis = float(r["s_per_step"]), "measured"
+        if name == REFERENCE and len(calls) > 1:
+            seconds = statistics.median(float(c["s_per_step"]) for c in calls)
+            basis = f"median of {len(calls)} calls"
+        return StepTime(seconds, machine, r["precision"], basis if of is None else f"{of}'s step, {basis}")
+
+    def beside(name: str) -> Optional[StepTime]:
+        """``name`` timed here in a call (one date) that timed the reference too, where the reference
+        has several calls: the two's ratio in that call x the reference's median. A step here can
+        move by a third between quiet calls (the recipe's on the Xeon: 0.23-0.31 s, the others'
+        by a few %), so every setting is a ratio measured side by side, on one scale."""
+        r = here.get(name)
+        mate = [c for c in calls if r is not None and c.get("date") == r.get("date")]
+        if name == REFERENCE or not mate or len(calls) < 2 or REFERENCE not in out:
             return None
         ratio = float(r["s_per_step"]) / float(mate[-1]["s_per_step"])
-        basis = f"measured beside the {anchor} on {r['date']}, x its latest step"
-        return StepTime(ratio * out[anchor].seconds, machine, r["precision"], basis)
+        basis = f"its ratio to the {REFERENCE} in its call x the {REFERENCE}'s median"
+        return StepTime(ratio * out[REFERENCE].seconds, machine, r["precision"], basis)
 
     def first(steps: Iterable[Optional[StepTime]]) -> Optional[StepTime]:
         return next((step for step in steps if step is not None), None)
@@ -526,7 +533,7 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     # plain settings first, in SETTINGS' order (an anchor before what it anchors); then each
     # ramp from its sides, timed like plain settings against the same anchor
     for tag, s in SETTINGS.items():
-        own_step = beside(tag, s.anchor) or measured(tag)
+        own_step = beside(tag) or measured(tag)
         if s.ramp() is None and (step := own_step or same_work_step(s) or grid_step(s) or by_ratio(tag, s.anchor)):
             out[tag] = step
     for tag, s in SETTINGS.items():
@@ -536,8 +543,7 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
         for side in set(s.sides(s.screen_epochs)) - {FULL_SIDE}:
             name, others = side_tag(tag, side), [side_tag(t, side) for t in twins]
             # its own side measured here, else a twin's; then its own ratio, else a twin's
-            step = beside(name, s.anchor) or measured(name)
-            step = step or first(beside(n, s.anchor) or measured(n, n) for n in others)
+            step = beside(name) or measured(name) or first(beside(n) or measured(n, n) for n in others)
             if step := step or by_ratio(name, s.anchor) or first(by_ratio(n, s.anchor) for n in others):
                 out[name] = step
         if (step := ramp_step(tag, out)) is not None:

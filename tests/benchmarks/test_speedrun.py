@@ -158,23 +158,27 @@ def test_a_ratio_to_the_recipe_pairs_rows_of_one_round_else_takes_the_recipes_me
     assert there["lars"].basis == f"ratio to the {REF} on avx2 (the {REF}'s median over 3 rounds)"
 
 
-def test_a_setting_timed_in_an_earlier_round_than_the_recipes_latest_is_its_ratio_in_its_round():
-    """On one machine the recipe's step moved 0.2455 -> 0.3035 s between quiet calls: a lever's cost
-    is its ratio to the recipe in the round that timed both, times the recipe's latest step."""
+def test_on_a_machine_with_several_calls_the_reference_is_their_median_and_the_rest_a_ratio_in_their_call():
+    """On the Xeon the recipe's step read 0.2455, 0.3138, 0.3035 and 0.2331 s in four quiet calls,
+    the others' within a few %: each setting is its ratio to the reference in the call that timed
+    both, times the reference's median, so no figure mixes two calls."""
     rounds = [("A", REF, "0.25"), ("A", "w24", "0.6"), ("A", "ramp@16", "0.1"), ("B", "lars", "0.4")]
-    rounds += [("C", REF, "0.3"), ("C", "d128", "0.28")]
+    rounds += [("C", REF, "0.3"), ("C", "d128", "0.28"), ("D", REF, "0.32")]
     own = [
         {"setting": t, "s_per_step": v, "ratio_to_baseline": "1", "cpu": "x", "precision": "bf", "date": d}
         for d, t, v in rounds
     ]
     here = speedrun.step_times_on("x", own, [])
-    assert here[REF] == StepTime(0.3, "x", "bf", "measured")
+    assert here[REF] == StepTime(0.3, "x", "bf", "median of 3 calls")
+    assert here["lr2e-3"] == StepTime(0.3, "x", "bf", f"{REF}'s step, median of 3 calls")  # the same work
     assert here["w24"].seconds == pytest.approx(0.6 / 0.25 * 0.3)
-    assert here["w24"].basis == f"measured beside the {REF} on A, x its latest step"
+    assert here["w24"].basis == f"its ratio to the {REF} in its call x the {REF}'s median"
+    assert here["d128"].seconds == pytest.approx(0.28)  # timed beside the median's own call
     assert here["ramp@16"].seconds == pytest.approx(0.1 / 0.25 * 0.3)  # a ramp's side too
     assert here["ramp-lr1e-3@16"].seconds == here["ramp@16"].seconds  # and its twin's, carried over
-    assert here["d128"] == StepTime(0.28, "x", "bf", "measured")  # timed beside the latest: as measured
-    assert here["lars"] == StepTime(0.4, "x", "bf", "measured")  # no recipe in its round: as measured
+    assert here["lars"] == StepTime(0.4, "x", "bf", "measured")  # no reference in its call: as measured
+    single = speedrun.step_times_on("x", own[:2], [])  # one call: every step as measured
+    assert single["w24"] == StepTime(0.6, "x", "bf", "measured") and single[REF].basis == "measured"
 
 
 def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_beside_the_recipe():
