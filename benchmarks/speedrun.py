@@ -452,11 +452,10 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     recipe it changes one thing of, or the claims baseline), measured on the first machine that
     measured it, times the anchor's step on ``machine``. Where the reference was timed here in
     several calls, its step is their median, and a setting timed in a call beside it is their
-    ratio in that call x that median (``beside``).
-    A ratio to the recipe keeps a change
-    that costs nothing at no cost; one to the baseline would carry over how the baseline's
-    d = 2048 projector weighs against the recipe's on the other machine (0.67 on the AVX2 EPYC
-    in fp32, 0.59 on the bf16 one). A resolution ramp: the mean of its sides' (``ramp_step``)."""
+    ratio in that call x that median (``beside``). A ratio to the recipe keeps a change that
+    costs nothing at no cost; one to the baseline would carry over how the baseline's d = 2048
+    projector weighs against the recipe's on the other machine (0.67 on the AVX2 EPYC in fp32,
+    0.59 on the bf16 one). A resolution ramp: the mean of its sides' (``ramp_step``)."""
     StepTime = speedrun_report.StepTime
     here = {r["setting"]: r for r in own if r["cpu"] == machine}  # rows in time order: the latest stays
     grid = {(r["method"], int(r["m"]), int(r["d"]), int(r["width"])): r for r in claims if r["cpu"] == machine}
