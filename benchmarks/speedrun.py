@@ -506,13 +506,15 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
 
     def beside(name: str) -> Optional[StepTime]:
         """``name`` timed here in a call (one date) that timed the reference too, where the reference
-        has several calls: the two's ratio in that call x the reference's median. A step here can
-        move by a third between quiet calls (the recipe's on the Xeon: 0.23-0.31 s, the others'
-        by a few %), so every setting is a ratio measured side by side, on one scale."""
-        r = here.get(name)
-        mate = [c for c in calls if r is not None and c.get("date") == r.get("date")]
-        if name == REFERENCE or not mate or len(calls) < 2 or REFERENCE not in out:
+        has several calls: the two's ratio in its latest such call (a call again supersedes one
+        before) x the reference's median. A step here can move by a third between quiet calls (the
+        Xeon's, any setting's), so a cost is a ratio measured side by side, on one scale."""
+        dates = [c.get("date") for c in calls]
+        rows = [r for r in own if r["setting"] == name and r["cpu"] == machine and r.get("date") in dates]
+        if name == REFERENCE or not rows or len(calls) < 2 or REFERENCE not in out:
             return None
+        r = rows[-1]
+        mate = [c for c in calls if c.get("date") == r.get("date")]
         ratio = float(r["s_per_step"]) / float(mate[-1]["s_per_step"])
         basis = f"its ratio to the {REFERENCE} in its call x the {REFERENCE}'s median"
         return StepTime(ratio * out[REFERENCE].seconds, machine, r["precision"], basis)
@@ -686,15 +688,23 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
 
 def baseline_step(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Optional[speedrun_report.StepTime]:
     """The claims baseline's step on ``machine``: measured there beside the settings (``steps.csv``'s
-    ``baseline``, its latest round), else the claims grid's own; None where neither."""
+    ``baseline``, its latest round; where the reference was timed in several calls, the baseline's
+    ratio to it in that round x its median, as ``step_times_on`` times every setting), else the
+    claims grid's own; None where neither."""
     key = (BASELINE.method, str(BASELINE.m), str(BASELINE.d), str(BASELINE.width))
     mine = next((r for r in reversed(own) if r["cpu"] == machine and r["setting"] == "baseline"), None)  # latest
     grid = next((r for r in claims if r["cpu"] == machine and (r["method"], r["m"], r["d"], r["width"]) == key), None)
     if mine is None and grid is None:
         return None
     r = mine or grid
-    basis = "measured beside the settings" if mine else "claims grid's step"
-    return speedrun_report.StepTime(float(r["s_per_step"]), machine, r["precision"], basis)
+    seconds, basis = float(r["s_per_step"]), "measured beside the settings" if mine else "claims grid's step"
+    reference = step_times_on(machine, own, claims).get(REFERENCE)
+    mate = [c for c in own if mine and c["cpu"] == machine and c["setting"] == REFERENCE]
+    mate = [c for c in mate if c.get("date") == mine.get("date")]
+    if mate and reference is not None and reference.basis.startswith("median"):
+        seconds *= reference.seconds / float(mate[-1]["s_per_step"])
+        basis = f"its ratio to the {REFERENCE} in its call x the {REFERENCE}'s median"
+    return speedrun_report.StepTime(seconds, machine, r["precision"], basis)
 
 
 def baseline_rows(
