@@ -445,6 +445,27 @@ def same_step(a: Setting, b: Setting) -> bool:
     return a.resolution_start is not None or (a.grid_step and b.grid_step)
 
 
+def beside_reference(
+    name: str, machine: str, own: Sequence[dict], reference: Optional[speedrun_report.StepTime]
+) -> Optional[speedrun_report.StepTime]:
+    """``name`` (a setting, or the claims baseline) timed on ``machine`` in a call (one date of
+    ``own``, steps.csv's rows) that timed the reference too, where the reference has several calls
+    there: the two's ratio in its latest such call (a call again supersedes one before) x the
+    reference's step there (``reference``: its median). A step on the Xeon moved by a third between
+    quiet calls, any setting's, so a cost is a ratio measured side by side, on one scale. None
+    where the reference has fewer than two calls there (the step as measured is that ratio)."""
+    calls = [r for r in own if r["setting"] == REFERENCE and r["cpu"] == machine]
+    dates = [c.get("date") for c in calls]
+    rows = [r for r in own if r["setting"] == name and r["cpu"] == machine and r.get("date") in dates]
+    if name == REFERENCE or not rows or len(calls) < 2 or reference is None:
+        return None
+    r = rows[-1]
+    mate = [c for c in calls if c.get("date") == r.get("date")]
+    ratio = float(r["s_per_step"]) / float(mate[-1]["s_per_step"])
+    basis = f"its ratio to the {REFERENCE} in its call x the {REFERENCE}'s median"
+    return speedrun_report.StepTime(ratio * reference.seconds, machine, r["precision"], basis)
+
+
 def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Dict[str, speedrun_report.StepTime]:
     """setting -> its step time on ``machine``: measured there (``own``: the speedrun's
     steps.csv), else the claims grid's step where the setting's step is one of the grid's
@@ -452,7 +473,7 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     recipe it changes one thing of, or the claims baseline), measured on the first machine that
     measured it, times the anchor's step on ``machine``. Where the reference was timed here in
     several calls, its step is their median, and a setting timed in a call beside it is their
-    ratio in that call x that median (``beside``). A ratio to the recipe keeps a change that
+    ratio in that call x that median (:func:`beside_reference`). A ratio to the recipe keeps a change that
     costs nothing at no cost; one to the baseline would carry over how the baseline's d = 2048
     projector weighs against the recipe's on the other machine (0.67 on the AVX2 EPYC in fp32,
     0.59 on the bf16 one). A resolution ramp: the mean of its sides' (``ramp_step``)."""
@@ -505,19 +526,7 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
         return StepTime(seconds, machine, r["precision"], basis if of is None else f"{of}'s step, {basis}")
 
     def beside(name: str) -> Optional[StepTime]:
-        """``name`` timed here in a call (one date) that timed the reference too, where the reference
-        has several calls: the two's ratio in its latest such call (a call again supersedes one
-        before) x the reference's median. A step here can move by a third between quiet calls (the
-        Xeon's, any setting's), so a cost is a ratio measured side by side, on one scale."""
-        dates = [c.get("date") for c in calls]
-        rows = [r for r in own if r["setting"] == name and r["cpu"] == machine and r.get("date") in dates]
-        if name == REFERENCE or not rows or len(calls) < 2 or REFERENCE not in out:
-            return None
-        r = rows[-1]
-        mate = [c for c in calls if c.get("date") == r.get("date")]
-        ratio = float(r["s_per_step"]) / float(mate[-1]["s_per_step"])
-        basis = f"its ratio to the {REFERENCE} in its call x the {REFERENCE}'s median"
-        return StepTime(ratio * out[REFERENCE].seconds, machine, r["precision"], basis)
+        return beside_reference(name, machine, own, out.get(REFERENCE))
 
     def first(steps: Iterable[Optional[StepTime]]) -> Optional[StepTime]:
         return next((step for step in steps if step is not None), None)
@@ -534,8 +543,9 @@ def step_times_on(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> 
     # plain settings first, in SETTINGS' order (an anchor before what it anchors); then each
     # ramp from its sides, timed like plain settings against the same anchor
     for tag, s in SETTINGS.items():
-        own_step = beside(tag) or measured(tag)
-        if s.ramp() is None and (step := own_step or same_work_step(s) or grid_step(s) or by_ratio(tag, s.anchor)):
+        if s.ramp() is not None:
+            continue
+        if step := beside(tag) or measured(tag) or same_work_step(s) or grid_step(s) or by_ratio(tag, s.anchor):
             out[tag] = step
     for tag, s in SETTINGS.items():
         if s.ramp() is None:
@@ -688,23 +698,19 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
 
 def baseline_step(machine: str, own: Sequence[dict], claims: Sequence[dict]) -> Optional[speedrun_report.StepTime]:
     """The claims baseline's step on ``machine``: measured there beside the settings (``steps.csv``'s
-    ``baseline``, its latest round; where the reference was timed in several calls, the baseline's
-    ratio to it in that round x its median, as ``step_times_on`` times every setting), else the
-    claims grid's own; None where neither."""
+    ``baseline``, its latest round; where the reference was timed in several calls, timed as every
+    setting is, by :func:`beside_reference`), else the claims grid's own; None where neither."""
     key = (BASELINE.method, str(BASELINE.m), str(BASELINE.d), str(BASELINE.width))
     mine = next((r for r in reversed(own) if r["cpu"] == machine and r["setting"] == "baseline"), None)  # latest
     grid = next((r for r in claims if r["cpu"] == machine and (r["method"], r["m"], r["d"], r["width"]) == key), None)
     if mine is None and grid is None:
         return None
+    reference = step_times_on(machine, own, claims).get(REFERENCE) if mine else None
+    if (step := beside_reference("baseline", machine, own, reference)) is not None:
+        return step
     r = mine or grid
-    seconds, basis = float(r["s_per_step"]), "measured beside the settings" if mine else "claims grid's step"
-    reference = step_times_on(machine, own, claims).get(REFERENCE)
-    mate = [c for c in own if mine and c["cpu"] == machine and c["setting"] == REFERENCE]
-    mate = [c for c in mate if c.get("date") == mine.get("date")]
-    if mate and reference is not None and reference.basis.startswith("median"):
-        seconds *= reference.seconds / float(mate[-1]["s_per_step"])
-        basis = f"its ratio to the {REFERENCE} in its call x the {REFERENCE}'s median"
-    return speedrun_report.StepTime(seconds, machine, r["precision"], basis)
+    basis = "measured beside the settings" if mine else "claims grid's step"
+    return speedrun_report.StepTime(float(r["s_per_step"]), machine, r["precision"], basis)
 
 
 def baseline_rows(
