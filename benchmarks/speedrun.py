@@ -101,6 +101,12 @@ class Setting:
     resolution_start: Optional[int] = None  # memory.resolution.start: views grow from this side to 32 px
     anchor: str = REFERENCE  # where its step is only a ratio: the setting it is timed against (step_times_on)
     screen_epochs: int = SCREEN_EPOCHS  # its screen's epochs (a cheaper epoch may screen more of them)
+    tail: Optional[float] = None  # scheduler.tail_epochs, a fraction of the run's epochs: a constant lr's decay
+    twin: Optional[str] = None  # the constant setting a tail run is until its tail (it goes on from its checkpoint)
+
+    def tail_epochs(self, epochs: int) -> int:
+        """The run's last epochs in which its lr falls linearly to zero (0: none)."""
+        return 0 if self.tail is None else max(1, round(epochs * self.tail))
 
     def ramp(self) -> Optional[ResolutionRamp]:
         """The resolution ramp of ``memory.resolution`` (its default ramp), or None."""
@@ -126,6 +132,8 @@ class Setting:
             extra.append(f"++scheduler.warmup_epochs={epochs * self.warmup:g}")
         if self.resolution_start is not None:
             extra.append(f"+memory.resolution.start={self.resolution_start}")
+        if self.tail is not None:
+            extra.append(f"++scheduler.tail_epochs={self.tail_epochs(epochs)}")
         if scale.name == "gpu" or self.batch_factor != 1:
             batch = GPU_BATCH if scale.name == "gpu" else CPU_BATCH
             extra.append(f"optimizer.batch_size={round(batch * self.batch_factor)}")
@@ -133,7 +141,8 @@ class Setting:
         return Point(
             self.method, self.m, self.d, "rule", 1.0, epochs, ("speedrun",), False,
             width=width, scale_width=scale.width, tag=self.tag, recipe=self.recipe, extra=tuple(extra),
-            extendable=self.warmup is None and self.resolution_start is None,  # both are fitted to the epochs
+            # a schedule, a ramp and a tail are fitted to the epochs: a shorter run is no prefix
+            extendable=self.warmup is None and self.resolution_start is None and self.tail is None,
         )  # fmt: skip
 
 
@@ -175,6 +184,9 @@ SETTINGS = {
                 warmup=None, grid_step=True),
         Setting("lr4e-3", "the recipe at 8x the levers' lr (4e-3, constant)", overrides=("optimizer.lr=4e-3",),
                 warmup=None, grid_step=True),
+        Setting("lr2e-3-tail", "speedrun_cpu.yaml's constant lr 2e-3, then linear to zero over the last 20% "
+                "of the epochs (scheduler.tail_epochs)", overrides=("optimizer.lr=2e-3",), warmup=None,
+                grid_step=True, tail=0.2, twin="lr2e-3"),
         Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02), warm-up + cosine",
                 overrides=LARS),
         Setting("mixres", "2 views at 32 px + 2 at 16 px", m=4, warmup=None,
@@ -251,6 +263,10 @@ SCREEN = (REFERENCE, "m4", "m8", "d64", "cos-lr5e-4", "cos-lr1e-3", "lars", "pee
 #: beat lr 1e-3 on both seeds (47.41 / 47.61 against 45.58 / 46.13), so lr 1e-3 runs no record; its
 #: 18-epoch runs beat the reference's on both seeds (61.55 / 61.52 against 55.41 / 54.15): the yaml took it
 RECORD_CANDIDATES = ("lr2e-3",)
+#: the 2-hour target's runs with an lr tail (``Setting.tail``), beside their constant twins' (a constant lr's
+#: kNN flattens late: docs/speedrun.md); each goes on from its twin's checkpoint at the tail's start
+#: (``--from-twin``), or trains from scratch
+TAIL_CANDIDATES = ("lr2e-3-tail",)
 #: settings whose first screen beat the reference's: their second seed runs before the records, so a
 #: gain within the seeds' spread (the reference's 3-epoch screens differ by 0.16 points) is seen as such
 CONFIRM = ("lr1e-3", "ramp", "lr2e-3")
@@ -312,6 +328,7 @@ def plan(scale: Scale) -> List[Tuple[Point, int]]:
     full = [(p, seed) for seed in (1, 2) for p in (*records, peer)]
     later = [(p, 2) for p in screens if (p, 2) not in confirm]
     long = [(SETTINGS[t].point(LONG_EPOCHS, scale), seed) for seed in (1, 2) for t in RECORD_CANDIDATES]
+    long += [(SETTINGS[t].point(LONG_EPOCHS, scale), seed) for seed in (2, 1) for t in TAIL_CANDIDATES]
     return [(p, 1) for p in screens] + confirm + full + later + long
 
 
@@ -745,6 +762,48 @@ def longer_runs(results: Sequence[dict]) -> Dict[str, List[str]]:
     return out
 
 
+def go_on_from_twin(scale: Scale, name: str, checkpoint: Path) -> Path:
+    """Starts the tail run ``name`` (a setting with a ``twin``) from its constant twin's
+    ``checkpoint``, taken at an epoch's end at or before the tail's first epoch: until then the
+    two are one training. The checkpoint, with the twin's args.json, goes into ``carry/<name>/``
+    (the next launch resumes it, accepting the tail), and the twin's curve rows up to that epoch
+    into curves.csv under ``name``, their ``source`` naming the twin. Returns the carried copy."""
+    import shutil
+
+    import torch
+
+    point, seed = find(scale, name)
+    setting = SETTINGS[point.tag]
+    if setting.twin is None:
+        raise SystemExit(f"{name}: --from-twin starts a tail run from its constant twin; {point.tag} has no twin")
+    twin = SETTINGS[setting.twin].point(point.epochs, scale).name(seed)
+    twin_curve = speedrun_report.curve_of(read_csv(scale.curves), twin)
+    if not checkpoint.is_file():
+        raise SystemExit(f"{checkpoint}: not a file (give the twin {twin}'s checkpoint at an epoch's end)")
+    step = int(torch.load(checkpoint, map_location="cpu", weights_only=False)["global_step"])
+    at = next((r for r in twin_curve if int(r["step"]) == step), None)
+    start = point.epochs - setting.tail_epochs(point.epochs)
+    if at is None or int(at["epoch"]) > start:
+        where = f"epoch {at['epoch']}" if at else f"step {step}, no epoch's end of {twin} in curves.csv"
+        raise SystemExit(f"{checkpoint}: at {where}; {name} goes on from {twin} at an epoch's end up to {start}")
+    epoch = int(at["epoch"])
+    args = checkpoint.with_name("args.json")
+    if not args.is_file():  # a copy kept aside: the twin's run folder has it
+        args = next(scale.run_folder(twin).rglob("args.json"), args)
+    if not args.is_file():
+        raise SystemExit(f"{twin}: no args.json beside {checkpoint} or in {scale.run_folder(twin)}")
+    inside = scale.carry_folder(name) / point.method / args.parent.name  # a run folder's layout
+    shutil.rmtree(scale.carry_folder(name), ignore_errors=True)
+    inside.mkdir(parents=True)
+    shutil.copy2(checkpoint, inside / checkpoint.name)
+    shutil.copy2(args, inside / "args.json")
+    rows = [r for r in read_csv(scale.curves) if r["run"] != name]
+    copied = [{**r, "run": name, "source": twin} for r in twin_curve if int(r["epoch"]) <= epoch]
+    write_csv(scale.curves, rows + copied)
+    print(f"speedrun: {name} goes on from {twin} after epoch {epoch} ({inside / checkpoint.name})")
+    return inside / checkpoint.name
+
+
 def recipe_words(tag: str) -> str:
     s = SETTINGS[tag]
     return " ".join([s.recipe, *s.overrides])
@@ -778,6 +837,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument(
         "--import-claims", action="store_true", help="the claims grid's runs of the const setting, as its runs"
     )
+    parser.add_argument(
+        "--from-twin", type=Path, metavar="CKPT",
+        help="with --only <a tail run>: start it from its constant twin's checkpoint CKPT (an epoch's end up to the "
+        "tail's start)",
+    )  # fmt: skip
     parser.add_argument("--results", type=Path, help="results folder (default: benchmarks/results/speedrun[_gpu])")
     parser.add_argument("--scale", choices=sorted(SCALES), default="cpu", help="cpu, or the GPU twin")
     args, until = parse_run_arguments(parser, argv)
@@ -792,6 +856,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.import_claims:
         added = import_claims(out, CLAIMS_STEP_TIMES.parent)
         print(f"speedrun: {', '.join(added) or 'nothing new'} from the claims grid into {out}")
+    elif args.from_twin is not None:
+        if not args.only:
+            parser.error("--from-twin needs --only <the tail run>")
+        go_on_from_twin(scale, args.only, args.from_twin)
     elif args.report:
         report(out, README if args.scale == "cpu" else None, LEVERS_DOC if args.scale == "cpu" else None)
     elif args.budget_min is not None or until is not None:

@@ -59,6 +59,7 @@ PLUGIN_KEYS = (
     "performance.cpu_threads",
     "performance.precision_reason",
     "auto_resume.accept_changes",
+    "scheduler.tail_epochs",
     "method_kwargs.beta_c",
     "method_kwargs.beta_multiview_factor",
     "method_kwargs.beta_rule",

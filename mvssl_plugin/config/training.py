@@ -38,7 +38,9 @@ SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_op
 
 
 def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
-    """Batch size, epochs, optimizer, scheduler, precision and :data:`TRAINING_RULES`."""
+    """Batch size, epochs, optimizer, scheduler (and its tail, ``scheduler.tail_epochs``: a constant
+    lr's linear decay to zero over the last epochs, train/lr_tail.py), precision and
+    :data:`TRAINING_RULES`."""
     batch_size = select(cfg, "optimizer.batch_size")
     if not is_int(batch_size) or batch_size < 2:
         raise ConfigError(f"optimizer.batch_size={batch_size!r}: must be an integer >= 2 (batch statistics)")
@@ -55,6 +57,14 @@ def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
         steps = select(cfg, "scheduler.lr_decay_steps")
         if steps is None or len(steps) == 0 or not all(count(s) for s in steps):
             raise ConfigError(f"scheduler.lr_decay_steps={steps!r}: the step scheduler needs epochs, e.g. [60, 80]")
+    tail = select(cfg, "scheduler.tail_epochs", 0)
+    if not is_int(tail) or not 0 <= tail <= max_epochs:
+        raise ConfigError(f"scheduler.tail_epochs={tail!r}: must be an integer in [0, max_epochs={max_epochs}]")
+    if tail and scheduler != "none":
+        raise ConfigError(
+            f"scheduler.tail_epochs={tail} decays a constant lr, but scheduler.name={scheduler!r} has its own "
+            "decay: set scheduler.name=none, or scheduler.tail_epochs=0"
+        )
     precision = str(select(cfg, "precision", "32"))
     if precision not in PRECISIONS:
         raise ConfigError(f"precision={precision!r}: choose one of {PRECISIONS}")

@@ -155,6 +155,7 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
         "views_seen": step * int(optimizer.get("batch_size", 0)) * processes * m,
         "optimizer": {k: optimizer.get(k) for k in ("name", "lr", "batch_size", "weight_decay")},
         "scheduler": (args.get("scheduler") or {}).get("name"),
+        "lr_tail_epochs": int((args.get("scheduler") or {}).get("tail_epochs") or 0),  # scheduler.tail_epochs
         "precision": args.get("precision"),
         "run_name": args.get("name"),
         "commands": [launch.get("command") for launch in launches],

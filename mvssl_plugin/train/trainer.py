@@ -17,6 +17,7 @@ from mvssl_plugin.eval.effective_rank import EffectiveRank
 from mvssl_plugin.progress import is_terminal
 from mvssl_plugin.registry import beta_slot
 from mvssl_plugin.train.checkpoints import AtomicCheckpointer
+from mvssl_plugin.train.lr_tail import LinearTail
 from mvssl_plugin.train.resume import resume_checkpoint
 from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
 from mvssl_plugin.train.signals import GracefulStop
@@ -86,6 +87,8 @@ def build_trainer(
         callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets, clock=run_log))
     if select(cfg, "effective_rank.enabled", False):
         callbacks.append(EffectiveRank(cfg.effective_rank.num_samples))
+    if select(cfg, "scheduler.tail_epochs", 0):
+        callbacks.append(LinearTail(cfg.scheduler.tail_epochs))
     # the caller's epoch work (a benchmark's evaluation row) ends before the epoch's checkpoint
     # too: a crash in it then costs the epoch again on resume, not its row forever
     callbacks += list(extra_callbacks)

@@ -243,7 +243,10 @@ def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_sch
     # the 2-hour runs: each candidate, two seeds, last in the plan, going on from its finished record run
     plan = speedrun.plan(CPU)
     long = [(p.tag, seed) for p, seed in plan if p.epochs == speedrun.LONG_EPOCHS]
-    assert long == [(t, seed) for seed in (1, 2) for t in speedrun.RECORD_CANDIDATES]
+    tails = [(t, seed) for seed in (2, 1) for t in speedrun.TAIL_CANDIDATES]
+    assert long == [(t, seed) for seed in (1, 2) for t in speedrun.RECORD_CANDIDATES] + tails
+    # a tail is fitted to the run's epochs: a shorter tail run is not the longer one's start
+    assert not speedrun.SETTINGS["lr2e-3-tail"].point(speedrun.LONG_EPOCHS).extendable
     assert [p.epochs for p, _ in plan[-len(long) :]] == [speedrun.LONG_EPOCHS] * len(long)
     assert speedrun.LONG_EPOCHS * 390 * 0.2469 <= 2 * 3600  # within 2 hours at the bf16 EPYC's step
     tag = speedrun.RECORD_CANDIDATES[0]
@@ -253,6 +256,36 @@ def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_sch
     ckpt.parent.mkdir(parents=True)
     ckpt.write_bytes(b"weights")
     assert runner.prefix_run(scale, speedrun.SETTINGS[tag].point(speedrun.LONG_EPOCHS), 1) == record
+
+
+def test_a_tail_run_goes_on_from_its_constant_twins_checkpoint_up_to_the_tails_start(tmp_path):
+    """``--from-twin``: the twin's checkpoint (found by its step among the twin's epoch ends, with
+    the twin's args.json) is carried for the next launch, the twin's curve rows up to it copied
+    under the tail run's name naming their source; a checkpoint inside the tail is refused."""
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    scale = grid.scale_named("cpu", tmp_path)
+    tail = speedrun.SETTINGS["lr2e-3-tail"].point(speedrun.LONG_EPOCHS)
+    twin = speedrun.SETTINGS["lr2e-3"].point(speedrun.LONG_EPOCHS)
+    write_csv(scale.curves, _curve(twin.name(2), [40 + e / 10 for e in range(62)]))
+    folder = scale.run_folder(twin.name(2)) / "mabt" / "abc"
+    folder.mkdir(parents=True)
+    (folder / "args.json").write_text("{}")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    torch.save({"global_step": 59 * 390}, kept / "ep=58.ckpt")  # copied aside as the twin trained on
+    torch.save({"global_step": 60 * 390}, kept / "ep=59.ckpt")
+    with pytest.raises(SystemExit, match="at epoch 60; .* up to 59"):
+        speedrun.go_on_from_twin(scale, tail.name(2), kept / "ep=59.ckpt")
+    carried = speedrun.go_on_from_twin(scale, tail.name(2), kept / "ep=58.ckpt")
+    assert carried == scale.carry_folder(tail.name(2)) / "mabt" / "abc" / "ep=58.ckpt" and carried.is_file()
+    assert (carried.parent / "args.json").is_file()
+    rows = [r for r in read_csv(scale.curves) if r["run"] == tail.name(2)]
+    assert [int(r["epoch"]) for r in rows] == list(range(1, 60))
+    assert {r["source"] for r in rows} == {twin.name(2)}
+    assert runner.head_start(scale, tail, 2) == runner.HeadStart(False, True, None, 59)  # the launch goes on there
+    with pytest.raises(SystemExit, match="has no twin"):
+        speedrun.go_on_from_twin(scale, twin.name(2), kept / "ep=58.ckpt")
 
 
 def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs(tiny_cifar, monkeypatch):
@@ -330,6 +363,12 @@ def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_sa
     assert checked["beta2x"].method_kwargs.lamb == pytest.approx(6.6 / 256)
     assert checked["compile"].performance.compile and not recipe_cfg.performance.get("compile", False)
     assert checked["ramp"].memory.resolution.start == 16 and checked["ramp"].data.format == "memory"
+    # the 2-hour tail run: the yaml's constant lr 2e-3, falling to zero over the last 15 of 74 epochs
+    recipe, extra = grid.overrides(CPU, speedrun.SETTINGS["lr2e-3-tail"].point(speedrun.LONG_EPOCHS), 1)
+    tail = compose_recipe(recipe, "pretrain", extra)
+    adapt_to_hardware(tail)
+    check_pretrain_cfg(tail, register(), BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
+    assert (tail.scheduler.name, tail.scheduler.tail_epochs, tail.optimizer.lr) == ("none", 15, 2e-3)
     # on a GPU every setting trains at batch 512, and the batch lever at twice that, once
     gpu = grid.SCALES["gpu"]
     batches = {t: [o for o in grid.overrides(gpu, speedrun.SETTINGS[t].point(3, gpu), 1)[1] if "batch_size" in o]

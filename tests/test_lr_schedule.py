@@ -1,0 +1,24 @@
+"""The lr's tail (mvssl_plugin/lr_schedule.py): constant, then a straight line to zero."""
+
+from __future__ import annotations
+
+import pytest
+
+from mvssl_plugin.lr_schedule import tail_factor
+
+
+def test_the_lr_is_constant_until_the_tail_then_falls_by_one_tail_step_each_step():
+    factors = [tail_factor(step, 10, 4) for step in range(10)]
+    assert factors == [1.0] * 6 + [1.0, 0.75, 0.5, 0.25]
+    assert tail_factor(10, 10, 4) == 0.0 and tail_factor(12, 10, 4) == 0.0  # past the end: nothing
+
+
+def test_no_tail_is_a_constant_lr_and_a_tail_of_the_whole_run_is_linear_from_the_first_step():
+    assert {tail_factor(step, 10, 0) for step in range(12)} == {1.0}
+    assert [tail_factor(step, 4, 4) for step in range(4)] == [1.0, 0.75, 0.5, 0.25]
+
+
+@pytest.mark.parametrize("tail, total", [(-1, 10), (11, 10), (0, 0)])
+def test_a_tail_outside_the_run_is_an_error(tail, total):
+    with pytest.raises(ValueError, match="tail_steps"):
+        tail_factor(0, total, tail)
