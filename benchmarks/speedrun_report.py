@@ -114,15 +114,17 @@ def speedup_rows(records: Sequence[dict], curves: Sequence[dict], peer: str, our
     """The peer target, per machine and seed (``records``: :func:`record_rows`' rows): the seconds each
     of the ``peer`` setting's run and ``ours`` took to the peer's final kNN, by one rule for both (the
     end of the first epoch at or above it: a peer that passed its final kNN before its last epoch is
-    timed there). ``speedup`` = peer / ours; empty where ours never reached it."""
+    timed there). ``ours``'s shortest run of the seed stands for all of them (a longer run of a
+    constant lr goes on from it: the same epochs). ``speedup`` = peer / ours; empty where ours never
+    reached it."""
     rows = []
     for p in (r for r in records if r["setting"] == peer):
-        mate = [
+        mates = [
             r for r in records if r["setting"] == ours and r["timed_on"] == p["timed_on"] and r["seed"] == p["seed"]
         ]
         target = float(p["final_knn"])
         peers = seconds_to(curve_of(curves, p["run"]), target, float(p["s_per_step"]))
-        for o in mate:
+        for o in sorted(mates, key=lambda r: int(r["epochs"]))[:1]:
             reached = seconds_to(curve_of(curves, o["run"]), target, float(o["s_per_step"]))
             rows.append({
                 "timed_on": p["timed_on"],

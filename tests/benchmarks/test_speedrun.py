@@ -65,12 +65,15 @@ def test_the_peer_target_is_the_peers_seconds_to_its_final_knn_over_ours_to_the_
     runs = [("peer-e20-s1", "peer", "p", 1), ("ours-e18-s1", "ours", "o", 1), ("ours-e18-s2", "ours", "o", 2)]
     runs += [("peer-e20-s2", "peer", "p", 2)]
     curves += _curve("peer-e20-s2", [30 + e for e in range(20)], 195)
+    # a longer run of ours that went on from the 18-epoch one is the same training: one row per seed
+    curves += _curve("ours-e40-s1", [40 + e for e in range(18)] + [58] * 22)
+    runs += [("ours-e40-s1", "ours", "o", 1)]
     records = report.record_rows(runs, curves, steps, {})
     other = report.record_rows(runs[:2], curves, {"peer": steps["peer"]}, {})  # ours not timed there
     rows = report.speedup_rows(records + [{**r, "timed_on": "elsewhere"} for r in other], curves, "peer", "ours")
     assert [(r["seed"], r["timed_on"]) for r in rows] == [(1, "box"), (2, "box")]
     one, two = rows
-    assert one["peer_final_knn"] == 49.0 and one["peer_seconds"] == 17 * 195 * 1.0
+    assert one["ours_run"] == "ours-e18-s1" and one["peer_final_knn"] == 49.0 and one["peer_seconds"] == 17 * 195 * 1.0
     assert one["ours_seconds"] == 10 * 390 * 0.25 and one["speedup"] == round(3315 / 975, 2)  # 49% at epoch 10
     assert two["peer_seconds"] == 20 * 195 * 1.0  # seed 2's peer reached its final kNN at its end
     assert two["ours_seconds"] == "" and two["speedup"] == ""  # seed 2 of ours never reached 49%
