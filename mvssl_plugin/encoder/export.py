@@ -135,6 +135,7 @@ def accuracies(folder: Path) -> List[Dict[str, Any]]:
 def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -> Dict[str, Any]:
     """How the encoder was made: method, views, projector, beta, data, schedule, launches."""
     kwargs, data, optimizer = args.get("method_kwargs", {}), args.get("data", {}), args.get("optimizer", {})
+    scheduler = args.get("scheduler") or {}
     m, step = count_views(args), int(state.get("global_step", 0))
     devices = args.get("devices", 1)
     processes = (len(devices) if isinstance(devices, list) else int(devices or 1)) * int(args.get("num_nodes", 1))
@@ -154,8 +155,8 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
         "steps": step,
         "views_seen": step * int(optimizer.get("batch_size", 0)) * processes * m,
         "optimizer": {k: optimizer.get(k) for k in ("name", "lr", "batch_size", "weight_decay")},
-        "scheduler": (args.get("scheduler") or {}).get("name"),
-        "lr_tail_epochs": int((args.get("scheduler") or {}).get("tail_epochs") or 0),  # scheduler.tail_epochs
+        "scheduler": scheduler.get("name"),
+        "lr_tail_epochs": int(scheduler.get("tail_epochs") or 0),  # scheduler.tail_epochs
         "precision": args.get("precision"),
         "run_name": args.get("name"),
         "commands": [launch.get("command") for launch in launches],

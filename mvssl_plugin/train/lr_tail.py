@@ -22,10 +22,16 @@ class LinearTail(Callback):
 
     def __init__(self, tail_epochs: int) -> None:
         self.tail_epochs = int(tail_epochs)
+        self.steps = (1, 0)  # (the run's optimizer steps, the tail's), set when training starts
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # Lightning's count of the run's optimizer steps (gradient accumulation included), as
+        # solo-learn's own schedulers take it; every epoch has as many
+        total = int(trainer.estimated_stepping_batches)
+        self.steps = (total, total * self.tail_epochs // trainer.max_epochs)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        per_epoch = trainer.num_training_batches // max(1, trainer.accumulate_grad_batches)
-        factor = tail_factor(trainer.global_step, trainer.max_epochs * per_epoch, self.tail_epochs * per_epoch)
+        factor = tail_factor(trainer.global_step, *self.steps)
         for optimizer in trainer.optimizers:
             for group in optimizer.param_groups:
                 group.setdefault(BASE_LR, group["lr"])
