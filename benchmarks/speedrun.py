@@ -48,7 +48,7 @@ from claims.grid import (
     scale_named,
     step_overrides,
 )
-from claims.runner import finished, run_child
+from claims.runner import epochs_done, finished, head_start, run_child
 from step_clock import run_setting
 
 from mvssl_plugin.config.hardware import cpu_precision
@@ -762,6 +762,51 @@ def longer_runs(results: Sequence[dict]) -> Dict[str, List[str]]:
     return out
 
 
+def kept_folder(scale: Scale, name: str) -> Path:
+    """Where a run's checkpoints kept for its tail runs wait (``claims/keep.py``; ignored by git)."""
+    return scale.out / "kept" / name
+
+
+def tail_starts(scale: Scale, point: Point) -> List[int]:
+    """The epochs after which ``point``'s checkpoint starts a tail run of the plan: one for each
+    tail setting whose twin it is, at its epochs."""
+    tails = [(p, SETTINGS[p.tag]) for p, _ in plan(scale) if p.epochs == point.epochs]
+    return sorted({p.epochs - s.tail_epochs(p.epochs) for p, s in tails if s.twin == point.tag})
+
+
+def keepers(scale: Scale, point: Point, seed: int) -> List[object]:
+    """The child's callback that keeps its checkpoints at :func:`tail_starts`, if any."""
+    starts = tail_starts(scale, point)
+    if not starts:
+        return []
+    from claims.keep import KeepCheckpoints  # torch: the child only
+
+    name = point.name(seed)
+    return [KeepCheckpoints(scale.run_folder(name), kept_folder(scale, name), starts)]
+
+
+def twin_checkpoint(scale: Scale, name: str) -> Optional[Path]:
+    """The newest checkpoint kept from the tail run ``name``'s twin (same seed), or None if none is."""
+    point, seed = find(scale, name)
+    twin = SETTINGS[point.tag].twin
+    if twin is None:
+        raise SystemExit(f"{name}: --from-twin starts a tail run from its constant twin; {point.tag} has no twin")
+    kept = kept_folder(scale, SETTINGS[twin].point(point.epochs, scale).name(seed)).glob("*.ckpt")
+    return max(kept, key=lambda c: c.stat().st_mtime, default=None)
+
+
+def from_kept_twin(scale: Scale, point: Point, seed: int) -> None:
+    """Before a tail run's turn (``run_grid``'s ``prepare``): a run not begun anywhere goes on from
+    its twin's kept checkpoint, if there is one, instead of training the twin's epochs again."""
+    name = point.name(seed)
+    if SETTINGS[point.tag].twin is None or finished(scale, name) or epochs_done(scale, name):
+        return
+    start = head_start(scale, point, seed)
+    checkpoint = None if start.here or start.carried else twin_checkpoint(scale, name)
+    if checkpoint is not None:
+        go_on_from_twin(scale, name, checkpoint)
+
+
 def go_on_from_twin(scale: Scale, name: str, checkpoint: Path) -> Path:
     """Starts the tail run ``name`` (a setting with a ``twin``) from its constant twin's
     ``checkpoint``, taken at an epoch's end at or before the tail's first epoch: until then the
@@ -838,9 +883,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         "--import-claims", action="store_true", help="the claims grid's runs of the const setting, as its runs"
     )
     parser.add_argument(
-        "--from-twin", type=Path, metavar="CKPT",
+        "--from-twin", nargs="?", const="", metavar="CKPT",
         help="with --only <a tail run>: start it from its constant twin's checkpoint CKPT (an epoch's end up to the "
-        "tail's start)",
+        "tail's start); without CKPT, the one the twin's run kept there (kept/<twin>/)",
     )  # fmt: skip
     parser.add_argument("--results", type=Path, help="results folder (default: benchmarks/results/speedrun[_gpu])")
     parser.add_argument("--scale", choices=sorted(SCALES), default="cpu", help="cpu, or the GPU twin")
@@ -848,7 +893,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     out = args.results or (OUT if args.scale == "cpu" else OUT.with_name("speedrun_gpu"))
     scale = scale_named(args.scale, out)  # the claims harness's CSVs and runs, in this folder
     if args.run:
-        run_child(scale, *find(scale, args.run), args.pause_log)
+        point, seed = find(scale, args.run)
+        run_child(scale, point, seed, args.pause_log, keepers(scale, point, seed))
     elif args.list:
         list_plan(scale)
     elif args.step_times:
@@ -859,11 +905,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.from_twin is not None:
         if not args.only:
             parser.error("--from-twin needs --only <the tail run>")
-        go_on_from_twin(scale, args.only, args.from_twin)
+        checkpoint = Path(args.from_twin) if args.from_twin else twin_checkpoint(scale, args.only)
+        if checkpoint is None:
+            parser.error(f"--from-twin: no checkpoint kept from {args.only}'s twin in {scale.out / 'kept'}: name one")
+        go_on_from_twin(scale, args.only, checkpoint)
     elif args.report:
         report(out, README if args.scale == "cpu" else None, LEVERS_DOC if args.scale == "cpu" else None)
     elif args.budget_min is not None or until is not None:
-        run_budget(scale, plan(scale), Path(__file__), args, until)
+        run_budget(scale, plan(scale), Path(__file__), args, until, lambda p, seed: from_kept_twin(scale, p, seed))
     else:
         no_action(parser, args)
 

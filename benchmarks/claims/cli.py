@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 from step_clock import cifar_root
 
@@ -72,13 +72,15 @@ def run_budget(
     script: Path,
     args: argparse.Namespace,
     until: Optional[float],
+    prepare: Optional[Callable[[Point, int], None]] = None,
 ) -> None:
     """The plan's next runs within ``--budget-min`` / ``--until``, with this process group's id
-    in ``--pgid-file`` while they run (the pause scripts stop and continue that group)."""
+    in ``--pgid-file`` while they run (the pause scripts stop and continue that group);
+    ``prepare`` as in :func:`runner.run_grid`."""
     if args.pgid_file is not None:
         args.pgid_file.write_text(str(os.getpgrp()))
     try:
-        run_grid(scale, plan, script, args.budget_min, args.pause_log, args.only, args.start_anyway, until)
+        run_grid(scale, plan, script, args.budget_min, args.pause_log, args.only, args.start_anyway, until, prepare)
     finally:
         if args.pgid_file is not None:
             args.pgid_file.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ import time
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from mvssl_plugin.runs import ARGS, LOCK, is_complete_checkpoint, read_csv, write_csv
 
@@ -152,8 +152,11 @@ def launch_overrides(scale: Scale, point: Point, seed: int) -> Tuple[str, List[s
     return recipe, extra + resume_overrides(scale, point, seed)
 
 
-def run_child(scale: Scale, point: Point, seed: int, pause_log: Optional[Path]) -> None:
-    """Trains (or resumes) one run in this process, with the per-epoch evaluation."""
+def run_child(
+    scale: Scale, point: Point, seed: int, pause_log: Optional[Path], callbacks: Sequence[object] = ()
+) -> None:
+    """Trains (or resumes) one run in this process, with the per-epoch evaluation and the
+    harness's own ``callbacks``."""
     warnings.filterwarnings("ignore")
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     # local: solo-learn, Lightning and torch, which the parent harness (--list, the budget) never needs
@@ -164,7 +167,7 @@ def run_child(scale: Scale, point: Point, seed: int, pause_log: Optional[Path]) 
 
     recipe, extra = launch_overrides(scale, point, seed)
     cfg = compose_recipe(recipe, "pretrain", extra)
-    pretrain(cfg, extra_callbacks=[EpochEval(scale, point, seed, pause_log)])
+    pretrain(cfg, extra_callbacks=[EpochEval(scale, point, seed, pause_log), *callbacks])
 
 
 # ----------------------------------------------------------------------------- the harness (parent)
@@ -282,11 +285,13 @@ def run_grid(
     only: Optional[str] = None,
     start_anyway: bool = False,
     until: Optional[float] = None,
+    prepare: Optional[Callable[[Point, int], None]] = None,
 ) -> None:
     """Runs ``plan`` ((point, seed) in order), each run a child ``script --run <name>`` (the
     command line that made the plan: ``cpu_claims.py``, ``speedrun.py``), within the budget
     (``--budget-min`` minutes not paused, ``until`` a time since the epoch: ``cpu_claims.py``'s
-    docstring)."""
+    docstring). ``prepare(point, seed)`` is called before a run's head start is read, when its
+    turn comes: a harness's own way for it to go on from another run (``speedrun.py``'s tails)."""
     # a harness started in the background by a non-interactive shell inherits SIGINT ignored,
     # and Python then raises no KeyboardInterrupt: the child would stop alone and not be carried
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -309,6 +314,8 @@ def run_grid(
         if seconds < 60:
             print(f"cpu_claims: budget spent; next: {name}")
             return
+        if prepare is not None:
+            prepare(point, seed)
         start = head_start(scale, point, seed)
         started_here, carried, shorter = start.here, start.carried, start.shorter
         need = minutes_left(point, start, read_csv(scale.curves), read_csv(scale.step_times), machine)

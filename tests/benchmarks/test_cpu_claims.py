@@ -17,6 +17,7 @@ from claims import clocks, epoch_eval, runner
 from claims import grid as claims_grid
 from claims import report as claims_report
 from claims.epoch_eval import EpochEval
+from claims.keep import KeepCheckpoints, checkpoint_step
 from helpers import REPO, make_image_folder
 
 #: the CPU grid with its committed results (read-only in these tests)
@@ -1047,10 +1048,15 @@ def test_a_runs_child_trains_and_writes_one_curve_row_per_epoch_then_its_result(
     scale = claims_grid.scale_named("cpu", tmp_path / "claims")
     tiny = ("optimizer.batch_size=8", "backbone.kwargs.width=8", "method_kwargs.proj_output_dim=16", "precision=32")
     point = claims_grid.Point("mabt", 2, 16, "rule", 1.0, 2, ("test",), False, tag="tiny", extra=tiny)
-    runner.run_child(scale, point, 1, None)
+    kept = tmp_path / "kept"
+    runner.run_child(scale, point, 1, None, [KeepCheckpoints(scale.run_folder("tiny-e2-s1"), kept, {1})])
     rows = read_csv(scale.curves)
     assert [(r["run"], r["epoch"], r["step"]) for r in rows] == [("tiny-e2-s1", "1", "3"), ("tiny-e2-s1", "2", "6")]
     assert all(0 <= float(r["knn_backbone"]) <= 100 and float(r["train_seconds"]) > 0 for r in rows)
     assert rows[-1]["views_seen"] == str(6 * 8 * 2) and rows[-1]["cpu"] == clocks.cpu_description()
     result = runner.record_result(scale, point, 1)
     assert (result["run"], result["epochs"], result["knn_backbone"]) == ("tiny-e2-s1", 2, rows[-1]["knn_backbone"])
+    # the checkpoint after epoch 1, kept aside; the checkpointer removed it when it wrote epoch 2's
+    (copy,) = kept.iterdir()
+    assert checkpoint_step(copy) == 3 and copy.name.endswith("ep=0.ckpt")
+    assert [checkpoint_step(c) for c in scale.run_folder("tiny-e2-s1").rglob("*.ckpt")] == [6]

@@ -291,6 +291,69 @@ def test_a_tail_run_goes_on_from_its_constant_twins_checkpoint_up_to_the_tails_s
         speedrun.go_on_from_twin(scale, twin.name(2), kept / "ep=58.ckpt")
 
 
+def test_the_twin_keeps_its_checkpoint_at_the_tails_start_and_the_tail_run_goes_on_from_it(tmp_path, monkeypatch):
+    """The constant twin's child keeps its checkpoint after the tail's first epoch (the checkpointer
+    removes it at its next save); when the tail run's turn comes in the budget loop, it goes on from
+    that copy instead of training the twin's 59 epochs again; ``--from-twin`` alone takes it too."""
+    from mvssl_plugin.runs import read_csv, write_csv
+
+    scale = grid.scale_named("cpu", tmp_path)
+    tail = speedrun.SETTINGS["lr2e-3-tail"].point(speedrun.LONG_EPOCHS)
+    twin = speedrun.SETTINGS["lr2e-3"].point(speedrun.LONG_EPOCHS)
+    assert speedrun.tail_starts(scale, twin) == [59]
+    assert speedrun.tail_starts(scale, speedrun.SETTINGS["lr2e-3"].point(speedrun.RECORD_EPOCHS)) == []
+    assert speedrun.keepers(scale, speedrun.SETTINGS[REF].screen(), 1) == []  # no tail: nothing kept
+    (keeper,) = speedrun.keepers(scale, twin, 1)
+    assert (keeper.run_folder, keeper.folder) == (scale.run_folder(twin.name(1)), tmp_path / "kept" / twin.name(1))
+    assert keeper.epochs == {59}
+
+    speedrun.from_kept_twin(scale, tail, 1)  # nothing kept: the tail run would start from scratch
+    assert not scale.carry_folder(tail.name(1)).exists() and not read_csv(scale.curves)
+    with pytest.raises(SystemExit) as stopped:
+        speedrun.main(["--only", tail.name(1), "--from-twin", "--results", str(tmp_path)])
+    assert stopped.value.code == 2
+
+    write_csv(scale.curves, _curve(twin.name(1), [40 + e / 10 for e in range(74)]))
+    folder = scale.run_folder(twin.name(1)) / "mabt" / "abc"
+    folder.mkdir(parents=True)
+    (folder / "args.json").write_text("{}")
+    keeper.folder.mkdir(parents=True)
+    torch.save({"global_step": 59 * 390}, keeper.folder / "run-abc-ep=58.ckpt")
+
+    launched = []
+
+    class Child:  # the tail's launch: what it finds, then its last 15 epochs' rows
+        def __init__(self, command, **kwargs):
+            launched.append(sorted(p.name for p in scale.carry_folder(tail.name(1)).rglob("*")))
+            write_csv(scale.curves, read_csv(scale.curves) + _curve(tail.name(1), [70.0] * 74)[59:])
+            self.returncode = 0
+
+        def poll(self):
+            return self.returncode
+
+    monkeypatch.setattr(runner.subprocess, "Popen", Child)
+    monkeypatch.setattr(runner, "commit", lambda: "abc1234")
+    monkeypatch.setattr(runner, "cpu_description", lambda accelerator: "X")
+    monkeypatch.setattr(runner, "estimate_minutes", lambda *args: None)
+    (tmp_path / "train").mkdir(), (tmp_path / "test").mkdir()
+    monkeypatch.setenv("CIFAR10_DIR", str(tmp_path))
+    speedrun.main(["--only", tail.name(1), "--budget-min", "100", "--results", str(tmp_path)])
+    assert launched == [["abc", "args.json", "mabt", "run-abc-ep=58.ckpt"]]
+    rows = [r for r in read_csv(scale.curves) if r["run"] == tail.name(1)]
+    assert [int(r["epoch"]) for r in rows] == list(range(1, 75))
+    assert {r.get("source") for r in rows[:59]} == {twin.name(1)} and not any(r.get("source") for r in rows[59:])
+    assert runner.finished(scale, tail.name(1))
+
+    # by hand: --from-twin without a checkpoint takes the kept one
+    write_csv(scale.curves, read_csv(scale.curves) + _curve(twin.name(2), [40 + e / 10 for e in range(74)]))
+    (scale.run_folder(twin.name(2)) / "mabt" / "def").mkdir(parents=True)
+    (scale.run_folder(twin.name(2)) / "mabt" / "def" / "args.json").write_text("{}")
+    speedrun.kept_folder(scale, twin.name(2)).mkdir(parents=True)
+    torch.save({"global_step": 59 * 390}, speedrun.kept_folder(scale, twin.name(2)) / "run-def-ep=58.ckpt")
+    speedrun.main(["--only", tail.name(2), "--from-twin", "--results", str(tmp_path)])
+    assert (scale.carry_folder(tail.name(2)) / "mabt" / "def" / "run-def-ep=58.ckpt").is_file()
+
+
 def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs(tiny_cifar, monkeypatch):
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))  # the overrides name the data
     recipe, extra = grid.overrides(CPU, speedrun.SETTINGS["cos-lr2e-3"].point(3), 1)
@@ -594,6 +657,6 @@ def test_start_anyway_reaches_the_budget_loop_from_either_harness(monkeypatch):
     monkeypatch.setattr(cli, "run_grid", lambda *args: calls.append(args))
     speedrun.main(["--budget-min", "5", "--start-anyway", "--only", "peer-e20-s1"])
     cpu_claims.main(["--budget-min", "5"])
-    (_, plan, script, budget, _, only, anyway, until), (*_, anyway_claims, _) = calls
+    (_, plan, script, budget, _, only, anyway, until, _), (*_, anyway_claims, _, prepare) = calls
     assert (script.name, budget, only, anyway, until) == ("speedrun.py", 5.0, "peer-e20-s1", True, None)
-    assert any(p.name(s) == "peer-e20-s1" for p, s in plan) and anyway_claims is False
+    assert any(p.name(s) == "peer-e20-s1" for p, s in plan) and anyway_claims is False and prepare is None
