@@ -815,7 +815,7 @@ def go_on_from_twin(scale: Scale, name: str, checkpoint: Path) -> Path:
     into curves.csv under ``name``, their ``source`` naming the twin. Returns the carried copy."""
     import shutil
 
-    import torch
+    from claims.keep import checkpoint_step  # torch: only when a tail run goes on
 
     point, seed = find(scale, name)
     setting = SETTINGS[point.tag]
@@ -825,7 +825,7 @@ def go_on_from_twin(scale: Scale, name: str, checkpoint: Path) -> Path:
     twin_curve = speedrun_report.curve_of(read_csv(scale.curves), twin)
     if not checkpoint.is_file():
         raise SystemExit(f"{checkpoint}: not a file (give the twin {twin}'s checkpoint at an epoch's end)")
-    step = int(torch.load(checkpoint, map_location="cpu", weights_only=False)["global_step"])
+    step = checkpoint_step(checkpoint)
     at = next((r for r in twin_curve if int(r["step"]) == step), None)
     start = point.epochs - setting.tail_epochs(point.epochs)
     if at is None or int(at["epoch"]) > start:
