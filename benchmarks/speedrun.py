@@ -747,18 +747,13 @@ def baseline_rows(
 
 
 def longer_runs(results: Sequence[dict]) -> Dict[str, List[str]]:
-    """setting -> its longest finished run of each seed, for settings without a schedule: their
-    first epochs are the screen's (a constant lr does not depend on ``max_epochs``)."""
-    longest: Dict[Tuple[str, str], dict] = {}
-    for r in results:
+    """setting -> its finished runs, shortest first, for settings without a schedule: their first
+    epochs are the screen's (a constant lr does not depend on ``max_epochs``)."""
+    out: Dict[str, List[str]] = {}
+    for r in sorted(results, key=lambda r: epochs_of(r["run"])):
         tag = setting_of(r["run"])
         if tag in SETTINGS and SETTINGS[tag].warmup is None:
-            key = (tag, str(r["seed"]))
-            if key not in longest or epochs_of(r["run"]) > epochs_of(longest[key]["run"]):
-                longest[key] = r
-    out: Dict[str, List[str]] = {}
-    for (tag, _), r in sorted(longest.items()):
-        out.setdefault(tag, []).append(r["run"])
+            out.setdefault(tag, []).append(r["run"])
     return out
 
 

@@ -163,6 +163,11 @@ class Lever:
     what: str
 
 
+def _seed_of(run: str) -> str:
+    """The seed in a run's name (``<setting>-e<epochs>-s<seed>``)."""
+    return run.rsplit("-s", 1)[-1]
+
+
 def lever_rows(
     levers: Sequence[Lever],
     runs: Dict[str, List[str]],
@@ -175,25 +180,31 @@ def lever_rows(
     (interpolated between its epochs), or, where the reference ended sooner, both at the
     reference's last seconds. ``runs``: setting -> its finished runs; ``longer``:
     setting -> runs whose first epochs are those runs' (a setting without a schedule: its longer
-    runs), read for the reference's kNN where the changed side ran longer than its screen."""
+    runs, shortest first). Each reference seed is read from its shortest run that reaches the
+    changed side's seconds, the screen first: a longer run finishing later must not move a gain
+    that shorter runs already measured."""
     out = []
     for lever in levers:
         a, b = runs.get(lever.changed, []), runs.get(lever.reference, [])
-        b_read = (longer or {}).get(lever.reference) or b
         step_a, step_b = steps.get(lever.changed), steps.get(lever.reference)
         if not a or not b or step_a is None or step_b is None:
             continue
+        by_seed: Dict[str, List[List[dict]]] = {}  # seed -> its curves, the screen first
+        for r in b + [r for r in (longer or {}).get(lever.reference, []) if r not in b]:
+            by_seed.setdefault(_seed_of(r), []).append(curve_of(curves, r))
         gains, finals_a, finals_b = [], [], []
         for run in a:
             curve = curve_of(curves, run)
             seconds = int(curve[-1]["step"]) * step_a.seconds
             finals_a.append(float(curve[-1]["knn_backbone"]))
-            for r in b_read:
-                ref = curve_of(curves, r)
-                knn_ref = knn_interpolated(ref, seconds, step_b.seconds)
+            for refs in by_seed.values():
+                knn_ref = next(
+                    (k for k in (knn_interpolated(ref, seconds, step_b.seconds) for ref in refs) if k is not None), None
+                )
                 if knn_ref is not None:
                     gains.append(finals_a[-1] - knn_ref)
-                else:  # the reference ended sooner: both at its last epoch's seconds
+                else:  # the reference ended sooner: both at its longest run's last epoch's seconds
+                    ref = max(refs, key=lambda c: int(c[-1]["step"]))
                     ref_end = int(ref[-1]["step"]) * step_b.seconds
                     gains.append(knn_interpolated(curve, ref_end, step_a.seconds) - float(ref[-1]["knn_backbone"]))
         for run in b:

@@ -25,6 +25,14 @@ def _curve(run: str, knn: list, steps_per_epoch: int = 390) -> list:
     ]
 
 
+def test_a_settings_longer_runs_are_its_unscheduled_runs_shortest_first():
+    """What lever_rows reads a reference from past its screen: every finished run of a setting
+    without a schedule (its first epochs are a shorter run's), shortest first, whatever order
+    they finished in; a scheduled setting lends none."""
+    results = [{"run": r} for r in ("lr2e-3-e74-s1", "lr2e-3-e3-s1", "cos-lr1e-3-e3-s1", "lr2e-3-e18-s1")]
+    assert speedrun.longer_runs(results) == {"lr2e-3": ["lr2e-3-e3-s1", "lr2e-3-e18-s1", "lr2e-3-e74-s1"]}
+
+
 def test_seconds_to_a_target_and_knn_at_a_budget_use_steps_times_the_step():
     curve = _curve("r", [40.0, 52.0, 56.0, 61.0])
     assert report.seconds_to(curve, 50, 0.25) == 780 * 0.25
@@ -95,6 +103,14 @@ def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
     longer = curves + _curve("b-e6-s1", [38, 44, 48, 50, 52, 53])
     (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, longer, steps, {"b": ["b-e6-s1"]})
     assert row["gain_points_equal_seconds"] == 50 - 53 and row["knn_reference"] == 48.0
+    # at equal steps the screen reaches the changed side's seconds: seed 1 reads its screen (48 at
+    # epoch 3), not its longer run that finished later (46 there); seed 3, with only a longer run,
+    # lends that (47)
+    longer += _curve("b-e9-s1", [36, 42, 46, 50, 51, 52, 53, 54, 55]) + _curve("b-e6-s3", [30, 40, 47, 49, 51, 52])
+    steps["a"] = StepTime(0.25, "m", "32", "measured")
+    both = {"b": ["b-e9-s1", "b-e6-s3"]}
+    (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, longer, steps, both)
+    assert row["gain_points_equal_seconds"] == 50 - (48 + 47) / 2 and row["seeds_reference"] == 1
     steps["a"] = StepTime(0.25, "m", "32", "measured")  # equal steps: equal seconds at equal epochs
     (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
     assert row["gain_points_equal_seconds"] == 1.0
