@@ -107,11 +107,10 @@ def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
     # epoch 3), not its longer run that finished later (46 there); seed 3, with only a longer run,
     # lends that (47)
     longer += _curve("b-e9-s1", [36, 42, 46, 50, 51, 52, 53, 54, 55]) + _curve("b-e6-s3", [30, 40, 47, 49, 51, 52])
-    steps["a"] = StepTime(0.25, "m", "32", "measured")
+    steps["a"] = StepTime(0.25, "m", "32", "measured")  # equal steps: equal seconds at equal epochs
     both = {"b": ["b-e9-s1", "b-e6-s3"]}
     (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, longer, steps, both)
     assert row["gain_points_equal_seconds"] == 50 - (48 + 47) / 2 and row["seeds_reference"] == 1
-    steps["a"] = StepTime(0.25, "m", "32", "measured")  # equal steps: equal seconds at equal epochs
     (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
     assert row["gain_points_equal_seconds"] == 1.0
     assert report.lever_rows(levers, {"a": ["a-e3-s1"]}, curves, steps) == []  # the reference not run yet
