@@ -49,6 +49,7 @@ from claims.grid import (
     step_overrides,
 )
 from claims.runner import epochs_done, finished, head_start, run_child
+from speedrun_report import epochs_of, setting_of
 from step_clock import run_setting
 
 from mvssl_plugin.config.hardware import cpu_precision
@@ -337,16 +338,6 @@ def find(scale: Scale, name: str) -> Tuple[Point, int]:
         if point.name(seed) == name:
             return point, seed
     raise SystemExit(f"{name}: not a run of the speedrun (see --list)")
-
-
-def epochs_of(run: str) -> int:
-    """The epochs in a run's name (``<tag>-e<epochs>-s<seed>``)."""
-    return int(run.rsplit("-e", 1)[1].split("-s")[0])
-
-
-def setting_of(run: str) -> str:
-    """The setting's tag in a run's name (``<tag>-e<epochs>-s<seed>``)."""
-    return run.rsplit("-e", 1)[0]
 
 
 # ----------------------------------------------------------------------------- step times

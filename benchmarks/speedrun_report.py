@@ -163,8 +163,18 @@ class Lever:
     what: str
 
 
-def _seed_of(run: str) -> str:
-    """The seed in a run's name (``<setting>-e<epochs>-s<seed>``)."""
+def setting_of(run: str) -> str:
+    """The setting's tag in a run's name (``<tag>-e<epochs>-s<seed>``, claims.grid's Point.name)."""
+    return run.rsplit("-e", 1)[0]
+
+
+def epochs_of(run: str) -> int:
+    """The epochs in a run's name."""
+    return int(run.rsplit("-e", 1)[1].split("-s")[0])
+
+
+def seed_of(run: str) -> str:
+    """The seed in a run's name."""
     return run.rsplit("-s", 1)[-1]
 
 
@@ -191,7 +201,7 @@ def lever_rows(
             continue
         by_seed: Dict[str, List[List[dict]]] = {}  # seed -> its curves, the screen first
         for r in b + [r for r in (longer or {}).get(lever.reference, []) if r not in b]:
-            by_seed.setdefault(_seed_of(r), []).append(curve_of(curves, r))
+            by_seed.setdefault(seed_of(r), []).append(curve_of(curves, r))
         gains, finals_a, finals_b = [], [], []
         for run in a:
             curve = curve_of(curves, run)
