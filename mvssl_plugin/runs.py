@@ -29,6 +29,7 @@ METRICS = "metrics.csv"  # one row per epoch: clocks and every logged scalar
 RUN_LOG = "run.json"  # one entry per launch: command, device, clocks
 TIME_TO_ACCURACY = "time_to_accuracy.csv"
 KNN = "knn.csv"  # offline kNN grid (main_knn.py)
+EPOCH_KNN = "epoch_knn.csv"  # the kNN after every epoch (epoch_knn), beside the training clock
 PROBE = "probe.json"  # fast linear probe (main_linear.py with a probe recipe)
 LOCK = "run.lock"  # held by the process training the run (see take_lock)
 #: the holder refreshes its lock file's modification time this often (a daemon thread), so a

@@ -40,6 +40,7 @@ PLUGIN_KEYS = (
     "run_summary",
     "study",
     "data.val_fraction",
+    "data.holdout",
     "data.skip_bad_files",
     "data.download",
     "data.no_labels",

@@ -113,6 +113,17 @@ def check_signals(cfg: DictConfig) -> list[str]:
             raise ConfigError(f"time_to_accuracy.metrics={metrics!r}: list metric names, e.g. [val_acc1]")
         if not targets or any(not (is_number(t) and 0 < t <= 100) for t in targets):
             raise ConfigError(f"time_to_accuracy.targets={targets!r}: list accuracies in (0, 100], e.g. [50, 80]")
+    if select(cfg, "epoch_knn.enabled", False):
+        require(cfg, "epoch_knn.k", lambda v: is_int(v) and v >= 1, "must be an integer >= 1")
+        require(cfg, "epoch_knn.temperature", lambda v: is_number(v) and v > 0, "must be a number > 0")
+        targets = select(cfg, "epoch_knn.targets")
+        if not targets or any(not (is_number(t) and 0 < t <= 100) for t in targets):
+            raise ConfigError(f"epoch_knn.targets={targets!r}: list accuracies in (0, 100], e.g. [50, 60, 70]")
+        if select(cfg, "data.val_path") is None and not select(cfg, "data.holdout", 0):
+            raise ConfigError(
+                "epoch_knn.enabled=true with neither data.val_path nor data.holdout: give it a set to measure on "
+                "(data.val_path=<test folder> or data.holdout=5000), or set epoch_knn.enabled=false"
+            )
     if select(cfg, "effective_rank.enabled", False):
         require(cfg, "effective_rank.num_samples", lambda v: is_int(v) and v >= 2, "must be an integer >= 2")
     return notices

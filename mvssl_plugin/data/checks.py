@@ -9,7 +9,7 @@ import os
 
 from omegaconf import DictConfig
 
-from mvssl_plugin.config.values import AUTO, boolean, count, is_number, require, select
+from mvssl_plugin.config.values import AUTO, boolean, count, is_int, is_number, require, select
 from mvssl_plugin.data.imagefolder import (
     class_names,
     empty_class_folders,
@@ -148,6 +148,22 @@ def check_data(cfg: DictConfig) -> None:
         fraction = select(cfg, key, -1)
         if not is_number(fraction) or not (fraction == -1 or 0 < fraction < 1):
             raise ConfigError(f"{key}={fraction!r}: use -1 for all images or a number in (0, 1)")
+    holdout = select(cfg, "data.holdout", 0)
+    if not is_int(holdout) or holdout < 0:
+        raise ConfigError(
+            f"data.holdout={holdout!r}: the number of training images held out as a validation split "
+            "(an integer, e.g. 5000), or 0 for none"
+        )
+    if holdout and (select(cfg, "data.no_labels", False) or not is_image_folder_tree(cfg.data.train_path)):
+        raise ConfigError(
+            f"data.holdout={holdout}: the validation split needs a labelled ImageFolder tree (one folder per "
+            "class) in data.train_path; set data.holdout=0"
+        )
+    if select(cfg, "epoch_knn.enabled", False) and not is_image_folder_tree(cfg.data.train_path):
+        raise ConfigError(
+            "epoch_knn.enabled=true reads the training images as an ImageFolder tree (one folder per class) in "
+            "data.train_path; point it at one, or set epoch_knn.enabled=false"
+        )
     require(cfg, "data.skip_bad_files", boolean, "use true (train without unusable image files) or false")
     check_data_path(cfg, "data.train_path")
     if select(cfg, "data.val_path") is not None:

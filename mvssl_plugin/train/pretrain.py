@@ -57,8 +57,10 @@ def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
     ``extra_callbacks``: Lightning callbacks to add (benchmarks' per-epoch evaluations); their
     epoch ends run before the epoch's checkpoint is written."""
     # local: torch, Lightning and solo-learn, as in build_pretrain_model
+    from mvssl_plugin.data.inmemory.eval_loaders import epoch_knn_sets
     from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
     from mvssl_plugin.train.checks import file_screen
+    from mvssl_plugin.train.epoch_knn import EpochKNN
     from mvssl_plugin.train.resume import resume_checkpoint
     from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts, steps_per_process
     from mvssl_plugin.train.trainer import fit
@@ -71,6 +73,10 @@ def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
     screen = file_screen(cfg)
     val_loader = build_val_loader(cfg, screen)
     train_loader, num_images = build_pretrain_loader(cfg, screen)
+    epoch_knn = None
+    if select(cfg, "epoch_knn.enabled", False):
+        knn = cfg.epoch_knn
+        epoch_knn = EpochKNN(*epoch_knn_sets(cfg, screen), k=knn.k, temperature=knn.temperature, targets=knn.targets)
     facts = start_facts(cfg, num_images, steps_per_process(cfg, train_loader))
     record_facts(cfg, facts)
     return fit(
@@ -81,4 +87,5 @@ def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
         cfg.method,
         extra_callbacks=[StartBlock(facts), *extra_callbacks],
         resume=resume,
+        epoch_knn=epoch_knn,
     )

@@ -55,6 +55,7 @@ RUN_NEUTRAL_KEYS = (
     "devices",  # compared as the number of processes, below
     "effective_rank",
     "enable_progress_bar",
+    "epoch_knn",
     "hydra",
     "knn_eval",
     "limit_val_batches",

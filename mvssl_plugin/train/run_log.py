@@ -46,7 +46,7 @@ class TrainClock(Callback):
     def __init__(self) -> None:
         self.train_seconds = 0.0  # completed epochs
         self.wall_seconds = 0.0  # until the last checkpointed epoch end
-        self._fit_start = self._epoch_start = self._val_start = None
+        self._fit_start = self._epoch_start = self._val_start = self._epoch_stop = None
         self._val_in_epoch = 0.0
         self._wall_offset = 0.0
 
@@ -55,7 +55,7 @@ class TrainClock(Callback):
         self._wall_offset = self.wall_seconds
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self._epoch_start, self._val_in_epoch = time.perf_counter(), 0.0
+        self._epoch_start, self._val_in_epoch, self._epoch_stop = time.perf_counter(), 0.0, None
 
     def on_validation_start(self, trainer, pl_module) -> None:
         self._val_start = time.perf_counter()
@@ -66,9 +66,19 @@ class TrainClock(Callback):
         self._val_start = None  # no validation running: train_now counts up to now
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
-        self.train_seconds += time.perf_counter() - self._epoch_start - self._val_in_epoch
+        self.train_seconds += self._until() - self._epoch_start - self._val_in_epoch
         self.wall_seconds = self.wall_now()
         self._epoch_start = None
+
+    def stop_at(self, moment: float) -> None:
+        """Ends the running epoch's training at ``moment`` (a ``time.perf_counter()`` reading):
+        what follows until the epoch's end (an evaluation after every epoch) is not training.
+        Called before this clock's own epoch end."""
+        if self._epoch_start is not None:
+            self._epoch_stop = moment
+
+    def _until(self) -> float:
+        return self._epoch_stop if self._epoch_stop is not None else time.perf_counter()
 
     def wall_now(self) -> float:
         return self._wall_offset + (time.perf_counter() - self._fit_start if self._fit_start is not None else 0.0)
@@ -78,7 +88,7 @@ class TrainClock(Callback):
         holds only the validations that have ended, so none is subtracted twice."""
         if self._epoch_start is None:
             return self.train_seconds
-        until = self._val_start if self._val_start is not None else time.perf_counter()
+        until = self._val_start if self._val_start is not None else self._until()
         return self.train_seconds + until - self._epoch_start - self._val_in_epoch
 
     def state_dict(self) -> dict:
@@ -247,9 +257,9 @@ class RunLog(TrainClock):
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         if self.stopped_by is not None:  # a part of an epoch: no row (train/signals.py)
             return
-        epoch_start = self._epoch_start
+        epoch_start, until = self._epoch_start, self._until()
         super().on_train_epoch_end(trainer, pl_module)
-        epoch_seconds = time.perf_counter() - epoch_start - self._val_in_epoch if epoch_start else 0.0
+        epoch_seconds = until - epoch_start - self._val_in_epoch if epoch_start else 0.0
         metrics = scalar_metrics(trainer)  # on every process: reducing synced metrics is collective
         folder = run_folder(trainer)
         if folder is None or not trainer.is_global_zero:

@@ -17,6 +17,7 @@ from mvssl_plugin.eval.effective_rank import EffectiveRank
 from mvssl_plugin.progress import is_terminal
 from mvssl_plugin.registry import beta_slot
 from mvssl_plugin.train.checkpoints import AtomicCheckpointer
+from mvssl_plugin.train.epoch_knn import EpochKNN
 from mvssl_plugin.train.lr_tail import LinearTail
 from mvssl_plugin.train.resume import resume_checkpoint
 from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
@@ -69,10 +70,12 @@ def build_trainer(
     wandb_run_id: Optional[str],
     resume_path: Optional[str] = None,
     extra_callbacks: Sequence = (),
+    epoch_knn: Optional[EpochKNN] = None,
 ):
     """Lightning Trainer with solo-learn's checkpoint layout (atomic writes, continuing in
     the resumed run's folder), wandb logger and learning-rate monitor, from the config's
-    Trainer keys."""
+    Trainer keys. ``epoch_knn`` (the kNN after every epoch) runs before the clock's epoch end,
+    which it stops when its evaluation starts, and before ``metrics.csv``'s row, which holds it."""
     from lightning.pytorch import Trainer
     from lightning.pytorch.callbacks import LearningRateMonitor
     from lightning.pytorch.loggers.wandb import WandbLogger
@@ -81,6 +84,9 @@ def build_trainer(
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
     run_log = RunLog()
     callbacks, logger = [EpochSummary(), run_log], None
+    if epoch_knn is not None:
+        epoch_knn.clock = run_log
+        callbacks.insert(1, epoch_knn)
     if select(cfg, "enable_progress_bar", True) and not is_terminal(sys.stdout):
         callbacks.append(LogProgress())  # a log file: lines, not tqdm's carriage-return redraws
     if select(cfg, "time_to_accuracy.enabled", False):
@@ -185,6 +191,7 @@ def fit(
     run_kind: str,
     extra_callbacks: Sequence = (),
     resume: Optional[Tuple[Optional[str], Optional[str]]] = None,
+    epoch_knn: Optional[EpochKNN] = None,
 ):
     """What solo-learn's scripts end with: a contiguous (channels-last) model, resume,
     the Trainer, fit. ``run_kind`` names the folder under ``checkpoint.dir``; ``resume`` is
@@ -205,7 +212,9 @@ def fit(
     if resume is None:
         resume = resume_checkpoint(cfg, run_kind, notify=lambda text: print(f"mvssl: {text}"))
     ckpt_path, wandb_run_id = resume
-    trainer = build_trainer(cfg, model, run_kind, wandb_run_id, resume_path=ckpt_path, extra_callbacks=extra_callbacks)
+    trainer = build_trainer(
+        cfg, model, run_kind, wandb_run_id, resume_path=ckpt_path, extra_callbacks=extra_callbacks, epoch_knn=epoch_knn
+    )
     stop = next(c for c in trainer.callbacks if isinstance(c, GracefulStop))
     try:
         trainer.fit(model, train_loader, val_loader, ckpt_path=ckpt_path)

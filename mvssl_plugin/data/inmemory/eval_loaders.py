@@ -7,12 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from mvssl_plugin.data.datasets import dataset_files, dataset_labels
+from mvssl_plugin.data.datasets import (
+    classification_datasets,
+    dataset_files,
+    dataset_labels,
+    holdout_count,
+    holdout_samples,
+    pretrain_samples,
+)
 from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
 from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
 from mvssl_plugin.data.inmemory.devices import moved, training_device
@@ -193,3 +200,46 @@ def val_memory_loader(cfg: DictConfig, val_set) -> Optional[MemoryEvalLoader]:
     return MemoryEvalLoader(
         images, labels, recipe, augment=False, batch_size=int(cfg.optimizer.batch_size), device=device, shard=True
     )
+
+
+#: a decoded labelled set: (N, 3, S, S) uint8 images and their N class indexes
+LabelledImages = Tuple[torch.Tensor, List[int]]
+
+
+def epoch_knn_sets(cfg: DictConfig, screen=None) -> Tuple[ViewRecipe, LabelledImages, Dict[str, LabelledImages]]:
+    """``(recipe, bank, queries)`` of the kNN after every epoch (``epoch_knn``), decoded once on
+    the CPU at solo-learn's evaluation size (cached as the in-memory format caches): the bank is
+    every labelled training image the run trains on (``data.fraction`` and ``data.holdout``
+    applied), the queries every image of ``data.val_path`` (``val``) and of the ``data.holdout``
+    split (``holdout``), each where the config has it. Any ``data.format``: the files are the ones
+    its training reads.
+
+    Raises:
+        ConfigError: the dataset's evaluation transform is not served (ImageNet's resize + crop).
+    """
+    found = eval_recipe(str(cfg.data.dataset))
+    if found is None:
+        raise ConfigError(
+            f"epoch_knn.enabled=true: the kNN after every epoch serves cifar10, cifar100 and stl10, not "
+            f"{cfg.data.dataset}; set epoch_knn.enabled=false and run main_knn.py on the checkpoints"
+        )
+    recipe, size = found
+    cache_dir = OmegaConf.select(cfg, "memory.cache_dir", default=None)
+
+    def decoded(key: str, files: List[str], labels: List[int]) -> LabelledImages:
+        labelled = [(f, y) for f, y in zip(files, labels) if y >= 0]
+        if not labelled:
+            raise ConfigError(f"epoch_knn.enabled=true: {key} holds no labelled image; set epoch_knn.enabled=false")
+        cache = Path(cache_dir) if cache_dir else default_cache_dir(OmegaConf.select(cfg, key))
+        notify = lambda text: print(f"mvssl: epoch_knn: {key}: {text}")  # noqa: E731
+        images = decode_to_uint8([f for f, _ in labelled], size, cache, notify=notify)
+        return images, [y for _, y in labelled]
+
+    bank = decoded("data.train_path", *pretrain_samples(cfg, screen))
+    queries: Dict[str, LabelledImages] = {}
+    if OmegaConf.select(cfg, "data.val_path") is not None:
+        _, val_set = classification_datasets(cfg, None, None, screen=screen)
+        queries["val"] = decoded("data.val_path", dataset_files(val_set), dataset_labels(val_set))
+    if holdout_count(cfg):
+        queries["holdout"] = decoded("data.train_path", *holdout_samples(cfg, screen))
+    return recipe, bank, queries
