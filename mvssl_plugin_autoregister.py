@@ -126,11 +126,12 @@ def wrap_parse_cfg(parse_cfg):
     @functools.wraps(parse_cfg)
     def wrapped(cfg):
         # local: this module is standard library at import (Python's start-up reads it through the .pth)
-        from mvssl_plugin.config.views import hide_crop_counts, views_to_crops
+        from mvssl_plugin.config.views import check_views_given_once, hide_crop_counts, hydra_overrides, views_to_crops
         from mvssl_plugin.registry import PLUGIN_METHODS
 
         ours = cfg.get("method") in PLUGIN_METHODS
         if ours:
+            check_views_given_once(cfg, hydra_overrides())
             views_to_crops(cfg)
         cfg = parse_cfg(cfg)
         if ours:

@@ -49,6 +49,7 @@ from claims.grid import (
     step_overrides,
 )
 from claims.runner import epochs_done, finished, head_start, run_child
+from doc_blocks import replace_between
 from speedrun_report import epochs_of, setting_of
 from step_clock import run_setting
 
@@ -680,12 +681,12 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
         where = " and on ".join(targets)
         records_block += ["", f"(Timed on {where}; every clock: `benchmarks/results/speedrun/records.csv`.)"]
         records_block += ["", *peer_lines([r for r in peer if r["timed_on"] in targets])]
-        readme.write_text(speedrun_report.replace_between(readme.read_text(), RECORDS_START, END, records_block))
+        readme.write_text(replace_between(readme.read_text(), RECORDS_START, END, records_block))
     if levers_doc is not None:
         shown = [r for r in levers if r["timed_on"] == machines[0]] or levers
         levers_block = speedrun_report.levers_table(shown) if shown else ["No lever pair has finished yet."]
         levers_block += untimed_block
-        levers_doc.write_text(speedrun_report.replace_between(levers_doc.read_text(), LEVERS_START, END, levers_block))
+        levers_doc.write_text(replace_between(levers_doc.read_text(), LEVERS_START, END, levers_block))
     steps = step_times_on(machines[0], own, claims)
     lines_to_plot = [
         (run, speedrun_report.curve_of(curves, run), steps[tag].seconds)

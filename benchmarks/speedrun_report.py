@@ -283,15 +283,6 @@ def untimed_table(rows: Sequence[dict]) -> List[str]:
     return lines
 
 
-def replace_between(text: str, start: str, end: str, block: Sequence[str]) -> str:
-    """``text`` with the lines between the marker lines ``start`` and ``end`` replaced by ``block``."""
-    if start not in text or end not in text:
-        raise SystemExit(f"no markers {start!r} ... {end!r} to write the table between")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    return head + start + "\n" + "\n".join(block) + "\n" + end + tail
-
-
 def _cell(value: object) -> str:
     return "-" if value in ("", None) else str(value)
 

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from doc_blocks import replace_between
 from paper import PAPER
 
 from mvssl_plugin.runs import read_csv
@@ -359,15 +360,6 @@ def claims_table(
     return lines
 
 
-def replace_block(text: str, block: Sequence[str]) -> str:
-    """``text`` with the lines between the README markers replaced by ``block``."""
-    if README_START not in text or README_END not in text:
-        raise SystemExit(f"the README has no cpu-claims markers: add {README_START!r} and {README_END!r}")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    return head + README_START + "\n" + "\n".join(block) + "\n" + README_END + tail
-
-
 def plot_seconds(key: Key, rows: Sequence[dict], step_times: Sequence[dict]) -> Tuple[List[float], bool]:
     """The x of the seconds panel: views at the step rate measured side by side when ``step_times``
     has this step (True), else the run's own training seconds (a shared machine's: indicative)."""
@@ -587,7 +579,7 @@ def write_report(
     table = claims_table(grid, step_times, e, setting)
     lines += ["## The claims at a glance", ""] + table + [""]
     if readme is not None:
-        readme.write_text(replace_block(readme.read_text(), table))
+        readme.write_text(replace_between(readme.read_text(), README_START, README_END, table))
     if "CPU" in setting:  # questions about the CPU only: its bf16, its backbone width
         lines += precision_section(results)
         lines += width_section(curves, width_pairs, rates)

@@ -59,14 +59,6 @@ def apply_rules(cfg: DictConfig, rules: tuple[Rule, ...], prefix: str = "") -> N
         require(cfg, key, ok, what, prefix)
 
 
-def choose(cfg: DictConfig, key: str, choices: tuple, default: Any) -> Any:
-    """The key's value (``default`` when absent), which must be one of ``choices``."""
-    value = select(cfg, key, default)
-    if value not in choices:
-        raise ConfigError(f"{key}={value!r}: choose one of {choices}")
-    return value
-
-
 def open_cfg(cfg: DictConfig) -> DictConfig:
     """Opens a composed config for solo-learn's defaults and resolves interpolations, so
     that args.json holds numbers, not ``${...}`` strings."""

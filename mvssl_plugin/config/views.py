@@ -20,7 +20,8 @@ forward hands it one crop per resolution).
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Mapping
+import re
+from typing import Any, Dict, Iterator, List, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -96,6 +97,64 @@ def views_to_crops(cfg: DictConfig) -> None:
             f"{m - small} for {len(large_pipes)} large augmentation pipeline(s){keep}"
         )
     _spread(m - small, large_pipes)
+
+
+#: a command-line override of a pipeline's crop count: ``augmentations.1.num_crops=4`` (``+``/``++`` too)
+_CROPS_OVERRIDE = re.compile(r"^\+{0,2}augmentations\.(\d+)\.num_crops=(\S+)$")
+
+
+def crops_on_command_line(overrides: Sequence[str]) -> Dict[int, str]:
+    """``{pipeline index: value}`` of the crop counts a command line sets (Hydra overrides)."""
+    found = {}
+    for override in overrides:
+        match = _CROPS_OVERRIDE.match(override.strip())
+        if match:
+            found[int(match.group(1))] = match.group(2)
+    return found
+
+
+def hydra_overrides() -> List[str]:
+    """The running Hydra job's command-line overrides; none outside a Hydra job (a composed config)."""
+    try:
+        # local: Hydra is only there once a Hydra job runs; a composed config's checks need none of it
+        from hydra.core.hydra_config import HydraConfig
+
+        return list(HydraConfig.get().overrides.task)
+    except (ImportError, ValueError):
+        return []
+
+
+def check_views_given_once(cfg: DictConfig, overrides: Sequence[str]) -> None:
+    """Stops a launch whose command line sets a pipeline's ``num_crops`` to another count than
+    ``data.num_views`` makes it: :func:`views_to_crops` would overwrite it without a word. The
+    recipes give the count once, as ``data.num_views`` (solo-learn's augmentation files' own
+    ``num_crops`` are spread over by design); a count given one way is taken as before.
+
+    Raises:
+        ConfigError: naming both keys and their values, and the fix.
+    """
+    given = crops_on_command_line(overrides)
+    m, pipelines = select(cfg, "data.num_views"), select(cfg, "augmentations")
+    if not given or m is None or not pipelines:
+        return
+    trial = OmegaConf.create(
+        {
+            "data": {"num_views": m, "num_small_views": select(cfg, "data.num_small_views")},
+            "augmentations": [{"crop_size": p.crop_size, "num_crops": select(p, "num_crops")} for p in pipelines],
+        }
+    )
+    try:
+        views_to_crops(trial)
+    except ConfigError:
+        return  # views_to_crops says what is wrong with data.num_views itself, later
+    for i, crops in sorted(given.items()):
+        derived = trial.augmentations[i].num_crops if i < len(pipelines) else None
+        if derived is not None and str(derived) != crops:
+            fix = f"data.num_views={crops}" if len(pipelines) == 1 else "data.num_views (all the views)"
+            raise ConfigError(
+                f"data.num_views={m} and augmentations.{i}.num_crops={crops} give the view count two ways that "
+                f"disagree (data.num_views={m} makes it {derived}): set the views once, with {fix}"
+            )
 
 
 def hide_crop_counts(cfg: DictConfig) -> None:

@@ -45,15 +45,6 @@ from mvssl_plugin.data.pipeline import (  # noqa: F401 (re-exported)
 from mvssl_plugin.data.pixels import dali_reads_as_is, rgb_png_bytes
 from mvssl_plugin.errors import ConfigError, DataError
 
-
-def dali_available() -> bool:
-    try:
-        import nvidia.dali  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 # ----------------------------------------------------------------------------------------
 # The DALI graph. Functions below run while DALI traces the pipeline definition.
 

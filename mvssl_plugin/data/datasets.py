@@ -221,17 +221,6 @@ def prepare_pretrain_dataloader(cfg: DictConfig, dataset) -> DataLoader:
     return solo_loader(cfg, dataset, train=True)
 
 
-def pretrain_loader(cfg: DictConfig, transform: Callable, screen: Optional[Screen] = None) -> DataLoader:
-    """solo-learn's pretraining dataset and loader, ImageFolder trees included.
-
-    Batches are ``[indexes, [view_1, ..., view_m], targets]``; ``data.fraction`` takes
-    solo-learn's stratified subset (sklearn, seed 42).
-    """
-    dataset = pretrain_dataset(cfg, transform, screen)
-    check_batch_fits(cfg, len(dataset))
-    return prepare_pretrain_dataloader(cfg, dataset)
-
-
 def label_by_name(train_set, val_set, keys: Tuple[str, str] = ("data.train_path", "data.val_path")) -> None:
     """Relabels an ImageFolder validation set with the training set's class indices, matched
     by folder name (:func:`~mvssl_plugin.data.imagefolder.match_classes`: raises ConfigError for

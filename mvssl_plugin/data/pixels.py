@@ -58,11 +58,6 @@ def load_rgb(path: str | os.PathLike) -> Image.Image:
         return to_rgb(Image.open(handle))
 
 
-def rgb_array(path: str | os.PathLike) -> np.ndarray:
-    """(H, W, 3) uint8: :func:`load_rgb` as an array."""
-    return np.asarray(load_rgb(path), dtype=np.uint8)
-
-
 def dali_reads_as_is(head: bytes | np.ndarray) -> bool:
     """True when DALI's decoder gives :func:`load_rgb`'s pixels for a file starting with
     ``head`` (its first 26 bytes at least): a JPEG, or a PNG of at most 8 bits a sample

@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from mvssl_plugin.data.imagefolder import class_folders, images_under, is_image_folder_tree
-from mvssl_plugin.encoder.model import load_encoder, preprocessing
+from mvssl_plugin.encoder.model import input_transform_of, load_encoder
 from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.progress import progress
 from mvssl_plugin.runs import check_writable_folder
@@ -75,7 +75,7 @@ class _Files(Dataset):
 def transform_of(config: dict):
     from torchvision import transforms
 
-    resize, crop, mean, std = preprocessing(config)
+    resize, crop, mean, std = input_transform_of(config)
     return transforms.Compose(
         [transforms.Resize(resize), transforms.CenterCrop(crop), transforms.ToTensor(), transforms.Normalize(mean, std)]
     )

@@ -23,7 +23,7 @@ from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.views import count_views
 from mvssl_plugin.data.pipeline import normalization
 from mvssl_plugin.encoder.card import model_card
-from mvssl_plugin.encoder.model import CARD, CONFIG, FORMAT, STANDARD, WEIGHTS, build_backbone
+from mvssl_plugin.encoder.model import CARD, CONFIG, FORMAT, STANDARD, WEIGHTS, build_encoder_network
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.eval.compare import is_evaluation
 from mvssl_plugin.registry import beta_slot
@@ -41,6 +41,28 @@ from mvssl_plugin.runs import (
 
 #: datasets of small images: evaluated at their own size, no resize (solo-learn's pipelines)
 SMALL_IMAGES = {"cifar10": 32, "cifar100": 32, "stl10": 96}
+
+
+def shareable(text: Any) -> Any:
+    """A path or command with no absolute path of the author's machine: each absolute path (a
+    word, or the value after ``=``) cut to its last two parts, ``.../cifar10/train``."""
+    if not isinstance(text, str):
+        return text
+
+    def cut(word: str) -> str:
+        key, eq, value = word.rpartition("=") if "=" in word and not word.startswith("/") else ("", "", word)
+        if value.startswith("/") and len(Path(value).parts) > 3:
+            value = "/".join(["..."] + list(Path(value).parts[-2:]))
+        return f"{key}{eq}{value}"
+
+    return " ".join(cut(word) for word in text.split(" "))
+
+
+def umask_mode() -> int:
+    """The mode a new file gets from the user's umask (an export is meant to be shared)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def check_output(out: Path, force: bool) -> None:
@@ -80,7 +102,7 @@ def architecture(args: Dict[str, Any]) -> Dict[str, Any]:
     raise ConfigError(f"backbone {name!r}: export knows narrow_resnet18, {', '.join(STANDARD)}")
 
 
-def preprocessing(args: Dict[str, Any]) -> Dict[str, Any]:
+def run_preprocessing(args: Dict[str, Any]) -> Dict[str, Any]:
     """How to feed the encoder: the run's normalisation (read off solo-learn's pipeline, as
     the run's own data path does) and the evaluation's resize and centre crop."""
     dataset, augs = args["data"]["dataset"], args["augmentations"]
@@ -148,7 +170,7 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
         "beta": beta_of(beta_slot(args.get("method")), kwargs),
         "beta_rule": kwargs.get("beta_rule"),
         "dataset": data.get("dataset"),
-        "train_path": data.get("train_path"),
+        "train_path": shareable(data.get("train_path")),
         "data_fraction": 1.0 if fraction in (None, -1) else fraction,
         "max_epochs": args.get("max_epochs"),
         "epochs_trained": int(state.get("epoch", -1)) + 1,
@@ -159,7 +181,7 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
         "lr_tail_epochs": int(scheduler.get("tail_epochs") or 0),  # scheduler.tail_epochs
         "precision": args.get("precision"),
         "run_name": args.get("name"),
-        "commands": [launch.get("command") for launch in launches],
+        "commands": [shareable(launch.get("command")) for launch in launches],
         "plugin_version": next((x["plugin_version"] for x in reversed(launches) if x.get("plugin_version")), None),
         "plugin_commit": next((x.get("plugin_commit") for x in reversed(launches) if x.get("plugin_commit")), None),
     }
@@ -183,7 +205,7 @@ def export(source: str | Path, out: str | Path, force: bool = False, notify: Cal
     weights = {k[len("backbone.") :]: v for k, v in loaded["state_dict"].items() if k.startswith("backbone.")}
     if not weights:
         raise ConfigError(f"{ckpt} holds no backbone.* weights: point at a pretraining run's checkpoint")
-    model = build_backbone(arch)
+    model = build_encoder_network(arch)
     try:
         model.load_state_dict(weights, strict=True)
     except RuntimeError as err:
@@ -193,10 +215,10 @@ def export(source: str | Path, out: str | Path, force: bool = False, notify: Cal
     config = {
         "format": FORMAT,
         "architecture": {**arch, "num_features": int(getattr(model, "num_features", STANDARD.get(arch["name"], 0)))},
-        "preprocessing": preprocessing(args),
+        "preprocessing": run_preprocessing(args),
         "training": training_record(args, loaded, folder),
         "accuracy": accuracies(folder),
-        "source": {"checkpoint": str(Path(ckpt).resolve()), "args": str(args_path.resolve())},
+        "source": {"run": folder.name, "checkpoint": Path(ckpt).name, "args": args_path.name},
         "exported_by": {"plugin_version": provenance.version(), "plugin_commit": provenance.commit()},
     }
     staging = out.parent / f".{out.name}.partial"
@@ -206,6 +228,8 @@ def export(source: str | Path, out: str | Path, force: bool = False, notify: Cal
         save_file({k: v.detach().float().contiguous() for k, v in model.state_dict().items()}, str(staging / WEIGHTS))
         write_json(staging / CONFIG, config)
         (staging / CARD).write_text(model_card(config))
+        for written in staging.iterdir():  # safetensors writes its file for its owner alone
+            written.chmod(umask_mode())
         if out.exists():
             shutil.rmtree(out)  # only with --force (check_output): the new folder replaces it whole
         os.replace(staging, out)

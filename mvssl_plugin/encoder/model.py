@@ -27,7 +27,7 @@ FORMAT = "mvssl-encoder/1"
 STANDARD = {"resnet18": 512, "resnet50": 2048}
 
 
-def build_backbone(arch: Dict[str, Any]) -> nn.Module:
+def build_encoder_network(arch: Dict[str, Any]) -> nn.Module:
     """The backbone ``config.json``'s ``architecture`` describes, randomly initialised.
 
     ``narrow_resnet18``: the plugin's ResNet-18 of base ``width``; ``resnet18`` / ``resnet50``:
@@ -66,6 +66,34 @@ def read_config(folder: str | Path) -> Dict[str, Any]:
     return config
 
 
+def check_weights_fit(model: nn.Module, state: Dict[str, torch.Tensor], folder: Path, arch: Dict[str, Any]) -> None:
+    """Raises ConfigError, in one line, where ``model.safetensors`` does not hold the weights of
+    the network ``config.json`` describes: the tensors missing, left over, or of another shape."""
+    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+    found = {name: tuple(t.shape) for name, t in state.items()}
+    missing = sorted(set(expected) - set(found))
+    extra = sorted(set(found) - set(expected))
+    shapes = [
+        f"{n} {found[n]} where config.json's network has {expected[n]}"
+        for n in expected
+        if n in found and found[n] != expected[n]
+    ]
+    if not (missing or extra or shapes):
+        return
+    parts = []
+    if shapes:
+        parts.append(f"{len(shapes)} tensor(s) of another shape (first: {shapes[0]})")
+    if missing:
+        parts.append(f"{len(missing)} missing (first: {missing[0]})")
+    if extra:
+        parts.append(f"{len(extra)} not in the network (first: {extra[0]})")
+    described = ", ".join(f"{k} {v}" for k, v in arch.items())
+    raise ConfigError(
+        f"{folder}: {WEIGHTS} does not fit {CONFIG}'s architecture ({described}): {'; '.join(parts)}; "
+        "export the run again (mvssl-export RUN --out DIR)"
+    )
+
+
 def load_encoder(folder: str | Path, device: str | torch.device = "cpu") -> nn.Module:
     """The exported backbone as an ``nn.Module`` in eval mode: an image batch ``[B, 3, H, W]``,
     normalised as ``config.json``'s ``preprocessing`` says, to features ``[B, num_features]``.
@@ -75,17 +103,18 @@ def load_encoder(folder: str | Path, device: str | torch.device = "cpu") -> nn.M
     from safetensors.torch import load_file
 
     config = read_config(folder)
-    model = build_backbone(config["architecture"])
+    model = build_encoder_network(config["architecture"])
     try:
         state = load_file(str(Path(folder) / WEIGHTS))
     except Exception as err:  # safetensors raises its own error types for a damaged file
         raise ConfigError(f"{Path(folder) / WEIGHTS} is not a readable safetensors file ({err})") from None
+    check_weights_fit(model, state, Path(folder), config["architecture"])
     model.load_state_dict(state, strict=True)
     model.mvssl_config = config
     return model.to(device).eval()
 
 
-def preprocessing(config: Dict[str, Any]) -> Tuple[int, int, Tuple[float, ...], Tuple[float, ...]]:
+def input_transform_of(config: Dict[str, Any]) -> Tuple[int, int, Tuple[float, ...], Tuple[float, ...]]:
     """(resize, crop, mean, std) of ``config.json``: resize the shorter side, centre-crop, scale to
     [0, 1], normalise; as the run's evaluation fed its network."""
     p = config["preprocessing"]

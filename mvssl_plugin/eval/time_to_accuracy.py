@@ -6,7 +6,7 @@ reading that a longer run cannot take back. Pure Python: no torch."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import List, Optional
+from typing import Optional
 
 
 def stays_at_or_above(values: Sequence[float], target: float) -> Optional[int]:
@@ -27,17 +27,3 @@ def stays_at_or_above(values: Sequence[float], target: float) -> Optional[int]:
 def first_at_or_above(values: Sequence[float], target: float) -> Optional[int]:
     """The index of the first value ``>= target``, or None (the reading of older tables)."""
     return next((i for i, v in enumerate(values) if v >= target), None)
-
-
-def times_to_targets(
-    values: Sequence[float], seconds: Sequence[float], targets: Sequence[float]
-) -> List[Optional[float]]:
-    """For each target, the ``seconds`` of the epoch from which the curve stays at or above it
-    (:func:`stays_at_or_above`), or None. ``values[i]`` was measured after ``seconds[i]``."""
-    if len(values) != len(seconds):
-        raise ValueError(f"{len(values)} values but {len(seconds)} times")
-    out: List[Optional[float]] = []
-    for target in targets:
-        i = stays_at_or_above(values, target)
-        out.append(None if i is None else float(seconds[i]))
-    return out

@@ -39,7 +39,6 @@ from mvssl_plugin.losses.objectives import LOSS_SCALE, check_pair
 from mvssl_plugin.losses.stacking import Views, stack_views
 
 Objective = Literal["leave_one_out", "fastssl"]
-RedundancyMode = Literal["per_view", "mean_embedding"]
 
 
 def leave_one_out_means(z: torch.Tensor) -> torch.Tensor:

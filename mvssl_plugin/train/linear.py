@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def build_backbone(cfg: DictConfig) -> nn.Module:
+def build_solo_backbone(cfg: DictConfig) -> nn.Module:
     """solo-learn's backbone for ``cfg.backbone``, with its CIFAR stem for ResNets where the
     pretraining run had it (:func:`~mvssl_plugin.config.pretrained.cifar_stem_of_run`)."""
     from solo.methods.base import BaseMethod
@@ -86,7 +86,7 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
     apply_backbone_defaults(cfg, tuple(PLUGIN_BACKBONES))
     cfg = parse_cfg(cfg)
     seed_everything(cfg.seed)
-    backbone = build_backbone(cfg)
+    backbone = build_solo_backbone(cfg)
     load_backbone_weights(backbone, cfg.pretrained_feature_extractor)
     notify(f"mvssl: backbone weights from {cfg.pretrained_feature_extractor}")
     return cfg, backbone

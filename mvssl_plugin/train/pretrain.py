@@ -12,6 +12,7 @@ from typing import Tuple
 from omegaconf import DictConfig
 
 from mvssl_plugin.config import adapt_to_hardware, open_cfg, select, world_size
+from mvssl_plugin.config.views import check_views_given_once, hydra_overrides
 from mvssl_plugin.data.checks import apply_backbone_defaults
 from mvssl_plugin.registry import PLUGIN_BACKBONES, register
 
@@ -28,6 +29,7 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     from mvssl_plugin.data.datasets import solo_data_format
     from mvssl_plugin.train.checks import check_pretrain_cfg
 
+    check_views_given_once(cfg, hydra_overrides())
     cfg = open_cfg(cfg)
     methods = register()
     notices = adapt_to_hardware(cfg)

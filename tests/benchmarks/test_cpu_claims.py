@@ -18,6 +18,7 @@ from claims import grid as claims_grid
 from claims import report as claims_report
 from claims.epoch_eval import EpochEval
 from claims.keep import KeepCheckpoints, checkpoint_step
+from doc_blocks import replace_between
 from helpers import REPO, make_image_folder
 
 #: the CPU grid with its committed results (read-only in these tests)
@@ -923,9 +924,10 @@ def test_the_readme_claims_table_is_the_one_the_committed_csvs_make():
     grid = claims_report.Grid(read_csv(CPU.results), read_csv(CPU.curves))
     table = claims_report.claims_table(grid, read_csv(CPU.step_times), claims_grid.BASE_EPOCHS)
     readme = (REPO / "README.md").read_text()
-    assert claims_report.replace_block(readme, table) == readme, "run: python benchmarks/cpu_claims.py --report"
-    with pytest.raises(SystemExit, match="no cpu-claims markers"):
-        claims_report.replace_block("# a README without the table", table)
+    block = claims_report.README_START, claims_report.README_END, table
+    assert replace_between(readme, *block) == readme, "run: python benchmarks/cpu_claims.py --report"
+    with pytest.raises(SystemExit, match="no markers '<!-- cpu-claims table"):
+        replace_between("# a README without the table", *block)
 
 
 def test_each_setting_is_set_against_the_baseline_after_the_same_seconds():

@@ -14,7 +14,7 @@ from PIL import Image
 
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.data.dali import DaliMultiViewLoader, EpochShards, ViewRecipe
-from mvssl_plugin.data.datasets import pretrain_loader, pretrain_samples, pretrain_transform
+from mvssl_plugin.data.datasets import pretrain_dataset, pretrain_samples, pretrain_transform
 from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.train.pretrain import pretrain
 
@@ -139,7 +139,7 @@ def test_fraction_takes_the_torchvision_paths_files(tmp_path):
     assert len(files) == 20 and np.bincount(targets).tolist() == [5, 5, 5, 5]
     torchvision_cfg = recipe_cfg(data, tmp_path, **{"data.fraction": 0.5, "data.val_path": "null"})
     torchvision_cfg.data.format = "image_folder"
-    torchvision_files = [path for path, _ in pretrain_loader(torchvision_cfg, pretrain_transform(cfg)).dataset.samples]
+    torchvision_files = [path for path, _ in pretrain_dataset(torchvision_cfg, pretrain_transform(cfg)).samples]
     assert files == torchvision_files
     seen = [i for indexes, _, _ in loader_for(cfg, files, targets) for i in indexes.tolist()]
     assert len(seen) == 16 and set(seen) <= set(range(20))  # 2 full batches of 8, drop_last

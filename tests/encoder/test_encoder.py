@@ -6,6 +6,7 @@ nothing written)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -80,14 +81,14 @@ def _checkpoint_backbone(run: Path) -> torch.nn.Module:
 
     from mvssl_plugin.registry import register
     from mvssl_plugin.runs import newest_checkpoint
-    from mvssl_plugin.train.linear import build_backbone, load_backbone_weights
+    from mvssl_plugin.train.linear import build_solo_backbone, load_backbone_weights
 
     register()
     args = json.loads((run / "args.json").read_text())
     cfg = OmegaConf.create(
         {"backbone": args["backbone"], "pretrain_method": args["method"], "data": {"dataset": args["data"]["dataset"]}}
     )
-    backbone = build_backbone(cfg)
+    backbone = build_solo_backbone(cfg)
     load_backbone_weights(backbone, str(newest_checkpoint(run)))
     return backbone.eval()
 
@@ -254,3 +255,42 @@ def test_embed_and_umap_refuse_bad_input_in_one_line(narrow, tmp_path, capsys):
     _refused(umap_main, [str(narrow["out"]), str(images), "--out", str(tmp_path / "d.npz")], capsys, "picture")
     assert taken.read_bytes() == b"mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "images", "taken.npz"]
+
+
+def test_an_export_is_shareable_its_files_as_the_umask_gives_and_no_absolute_path(narrow):
+    out, mode = narrow["out"], 0o666 & ~_umask()
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == {
+        "README.md": mode,
+        "config.json": mode,
+        "model.safetensors": mode,
+    }
+    for name in ("config.json", "README.md"):
+        text = (out / name).read_text()
+        assert str(narrow["run"].parents[2]) not in text and '"/' not in text, name
+    config = json.loads((out / "config.json").read_text())
+    assert config["source"]["checkpoint"].endswith(".ckpt") and "/" not in config["source"]["checkpoint"]
+    assert (
+        config["training"]["train_path"].startswith(".../") and "main_pretrain.py" in config["training"]["commands"][0]
+    )
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_an_encoder_folder_whose_files_disagree_ends_in_one_line(narrow, tmp_path, capsys):
+    from mvssl_plugin import load_encoder
+    from mvssl_plugin.cli.encoder import embed_main
+    from mvssl_plugin.errors import ConfigError
+
+    wrong = tmp_path / "wrong"
+    shutil.copytree(narrow["out"], wrong)
+    config = json.loads((wrong / "config.json").read_text())
+    config["architecture"]["width"] = 16  # the weights are width 8's
+    (wrong / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError, match=r"model.safetensors does not fit config.json's architecture .*width 16.*"):
+        load_encoder(wrong)
+    images = make_image_folder(tmp_path / "images", per_class=2)
+    _refused(embed_main, [str(wrong), str(images), "--out", str(tmp_path / "e.npz")], capsys, "does not fit", "shape")

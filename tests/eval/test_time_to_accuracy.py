@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mvssl_plugin.eval.time_to_accuracy import first_at_or_above, stays_at_or_above, times_to_targets
+from mvssl_plugin.eval.time_to_accuracy import first_at_or_above, stays_at_or_above
 
 
 @pytest.mark.parametrize(
@@ -21,10 +21,3 @@ from mvssl_plugin.eval.time_to_accuracy import first_at_or_above, stays_at_or_ab
 def test_a_curve_reaches_a_target_from_the_epoch_after_which_it_stays_there(values, target, stays, first):
     assert stays_at_or_above(values, target) == stays
     assert first_at_or_above(values, target) == first
-
-
-def test_times_to_targets_reads_the_seconds_of_that_epoch():
-    values, seconds = [40.0, 51.0, 49.0, 52.0, 61.0], [60.0, 120.0, 180.0, 240.0, 300.0]
-    assert times_to_targets(values, seconds, [50, 60, 70]) == [240.0, 300.0, None]
-    with pytest.raises(ValueError, match="4 values but 5 times"):
-        times_to_targets(values[:4], seconds, [50])
