@@ -21,6 +21,8 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from doc_blocks import replace_between
+
 from mvssl_plugin.config.hardware import cpu_bf16_native
 from mvssl_plugin.eval.time_to_accuracy import first_at_or_above, stays_at_or_above
 from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG, read_csv, read_json, write_csv, write_json
@@ -30,6 +32,11 @@ TARGETS = (50, 55, 60, 65, 70)
 #: training minutes at which the kNN reached so far is read
 AT_MINUTES = (20, 30, 60)
 SMALL_FILES = (EPOCH_KNN, METRICS, RUN_LOG, "args.json")
+REPO = Path(__file__).resolve().parents[1]
+#: the pages whose own-clock table ``report`` writes, between these markers
+PAGES = (REPO / "README.md", REPO / "docs" / "speedrun.md")
+START = "<!-- own-clock records: made by `python benchmarks/own_clock.py report` from results/speedrun/own_clock -->"
+END = "<!-- end of the own-clock table -->"
 
 
 def machine() -> Dict[str, object]:
@@ -118,10 +125,15 @@ def markdown(rows: List[Dict[str, object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(out: Path = OUT) -> List[Dict[str, object]]:
+def report(out: Path = OUT, pages: Sequence[Path] = PAGES) -> List[Dict[str, object]]:
+    """``records.csv`` and ``records.md`` in ``out``, and the table between the own-clock markers of
+    each page in ``pages`` (the README's headline table, the speedrun page's)."""
     rows = [record(f) for f in sorted(out.iterdir()) if (f / EPOCH_KNN).is_file()]
     write_csv(out / "records.csv", rows)
-    (out / "records.md").write_text(markdown(rows))
+    table = markdown(rows)
+    (out / "records.md").write_text(table)
+    for page in pages:
+        page.write_text(replace_between(page.read_text(), START, END, table.rstrip("\n").split("\n")))
     return rows
 
 

@@ -11,6 +11,7 @@ PY=${PYTHON:-python}
 EXTRAS=${EXTRAS:-test,dali}
 TORCH=2.12.1
 TORCHVISION=0.27.1
+KORNIA=0.9.0   # CI's exact versions; pyproject.toml declares the ranges the plugin works with
 SOLO_COMMIT=9187ea39c2c3f43c455ab06664d2b019a9802954   # solo-learn 1.0.6
 SOLO_SNAPSHOT=${SOLO_SNAPSHOT:-../shared/solo-learn}  # unmodified export of that commit, if present
 
@@ -48,7 +49,7 @@ here=$(cd / && "$PY" -c "import mvssl_plugin, pathlib; print(pathlib.Path(mvssl_
 stamp=".install-stamp-$(echo "$EXTRAS" | tr , -)"
 if [ "$here" != "$(pwd -P)" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   step "mvssl-plugin (editable) with [$EXTRAS]"
-  pip --no-build-isolation -e ".[$EXTRAS]"
+  pip --no-build-isolation -e ".[$EXTRAS]" "kornia==$KORNIA"
   touch "$stamp"
 fi
 # SLURM and munge for tests/benchmarks/test_slurm.py (the sbatch template on a one-node cluster, see

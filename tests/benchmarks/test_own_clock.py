@@ -26,7 +26,10 @@ def test_a_record_reads_the_stays_above_minutes_off_the_runs_clock(tmp_path):
     # 10 training minutes an epoch; 60% first at epoch 2 (30 min), then a dip, then above from epoch 4 (50 min)
     run = _run(tmp_path / "runs" / "speedrun-cpu-s1", [48.0, 55.5, 60.2, 59.9, 61.0, 62.0])
     own_clock.collect(run, None, out=tmp_path / "out")
-    (row,) = own_clock.report(out=tmp_path / "out")
+    page = tmp_path / "README.md"
+    page.write_text(f"# x\n{own_clock.START}\nold\n{own_clock.END}\ntail\n")
+    (row,) = own_clock.report(out=tmp_path / "out", pages=[page])
+    assert "old" not in page.read_text() and "| speedrun-cpu-s1 | 1 | 6 |" in page.read_text()
     assert row["min_to_50"] == "20.0" and row["min_to_60"] == "50.0" and row["first_min_to_60"] == "30.0"
     assert row["min_to_65"] == "" and row["final_knn"] == 62.0 and row["train_minutes"] == 60.0
     assert row["knn_at_30_min"] == 60.2 and row["knn_at_20_min"] == 55.5 and row["knn_at_60_min"] == 62.0

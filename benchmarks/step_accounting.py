@@ -1,0 +1,190 @@
+"""Where the speedrun recipe's CPU training step goes: its FLOPs by layer type, the FLOP/s it
+achieves against this CPU's peak for the precision it trains in (the arithmetic shown), and which
+oneDNN kernel runs each convolution, forward and backward.
+
+    python benchmarks/step_accounting.py [--steps 20] [--no-kernels]
+
+The step is the recipe's model alone (``speedrun_cpu.yaml``: 2 views of 128 CIFAR images at 32 px
+through the width-16 ResNet-18 and the d = 256 projector, channels-last, the recipe's precision
+on this CPU), forward, a stand-in loss, backward and Adam, timed as the median of ``--steps``
+after 3 warm-up steps: the part of a training step that FLOPs describe. FLOPs are counted by
+``torch.utils.flop_counter`` (convolutions and matrix products; BatchNorm, ReLU and Adam are
+memory-bound and not counted). The kernels come from one step run again in a child process with
+``ONEDNN_VERBOSE=1``. Results for the record: ``results/step_accounting/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+REPO = Path(__file__).resolve().parents[1]
+#: FLOPs per cycle per core of one FMA-capable vector pipe pair, by what the CPU has (see ``peak``)
+VERBOSE_CONV = re.compile(r"exec,cpu,convolution,([^,]+),([^,]+),.*,([\d.]+)$")
+
+
+def cpu_facts() -> Dict[str, object]:
+    info: Dict[str, str] = {}
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        key, _, value = line.partition(":")
+        info.setdefault(key.strip(), value.strip())
+    flags = set(info.get("flags", "").split())
+    return {
+        "model": info.get("model name", "?"),
+        "vendor": info.get("vendor_id", "?"),
+        "family": int(info.get("cpu family", "0") or 0),
+        "mhz": float(info.get("cpu MHz", "0") or 0),
+        "flags": flags,
+        "cores": len(os.sched_getaffinity(0)),
+    }
+
+
+def peak(facts: Dict[str, object]) -> Tuple[float, float, str]:
+    """(fp32 FLOP/s, bf16 FLOP/s, the arithmetic) at the reported clock, all cores.
+
+    Per core and cycle: two FMA pipes x lanes x 2 (multiply and add). AVX-512 on Intel server
+    cores and AMD Zen 5 (family 26): 2 x 16 x 2 = 64 fp32; Zen 4 (family 25) runs 512-bit
+    instructions on 256-bit pipes: 32; AVX2 only: 2 x 8 x 2 = 32. bf16 dot products
+    (``avx512_bf16``, VDPBF16PS) do twice the fp32 rate; AMX (``amx_bf16``) 1024 bf16 FLOPs per
+    cycle per core (one TMUL: 16 x 16 x 32 x 2 per 16 cycles)."""
+    flags, family, amd = facts["flags"], facts["family"], facts["vendor"] == "AuthenticAMD"
+    if "avx512f" in flags:
+        fp32 = 32 if (amd and family < 26) else 64
+    elif "avx2" in flags:
+        fp32 = 32
+    else:
+        fp32 = 16
+    bf16 = 1024 if "amx_bf16" in flags else (2 * fp32 if "avx512_bf16" in flags else fp32)
+    hz, cores = facts["mhz"] * 1e6, facts["cores"]
+    how = (
+        f"{cores} cores x {facts['mhz']:.0f} MHz (/proc/cpuinfo) x {fp32} fp32 FLOP/cycle = "
+        f"{cores * hz * fp32 / 1e9:.0f} GFLOP/s; bf16 {bf16} FLOP/cycle = {cores * hz * bf16 / 1e9:.0f} GFLOP/s"
+    )
+    return cores * hz * fp32, cores * hz * bf16, how
+
+
+def build(overrides: List[str]):
+    """The recipe's method on the CPU, in its precision and memory format, and its precision."""
+    import contextlib
+    import io
+
+    import torch
+
+    from mvssl_plugin.cli.config_name import compose_recipe
+    from mvssl_plugin.train.pretrain import build_pretrain_model
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        cfg, model = build_pretrain_model(
+            compose_recipe("speedrun_cpu.yaml", "pretrain", ["data.val_path=null", *overrides])
+        )
+    return cfg, model.to(memory_format=torch.channels_last), "bf16" in str(cfg.precision)
+
+
+def one_step(model, views, optimizer, bf16: bool) -> None:
+    import torch
+
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        z = torch.cat([model.projector(model.backbone(v)) for v in views])
+        loss = z.float().pow(2).mean()  # a stand-in for the loss: its FLOPs are O(N d^2), negligible here
+    loss.backward()
+    optimizer.step()
+
+
+def account(steps: int) -> Dict[str, object]:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cfg, model, bf16 = build([])
+    batch = int(cfg.optimizer.batch_size)
+    views = [
+        torch.randn(batch, 3, 32, 32).contiguous(memory_format=torch.channels_last)
+        for _ in range(int(cfg.data.num_views))
+    ]
+    optimizer = torch.optim.Adam(list(model.backbone.parameters()) + list(model.projector.parameters()), lr=1e-3)
+    model.train()
+    counter = FlopCounterMode(display=False)
+    with counter:
+        one_step(model, views, optimizer, bf16)
+    by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    for _ in range(3):
+        one_step(model, views, optimizer, bf16)
+    times = []
+    for _ in range(steps):
+        began = time.perf_counter()
+        one_step(model, views, optimizer, bf16)
+        times.append(time.perf_counter() - began)
+    return {"by_op": by_op, "step": statistics.median(times), "bf16": bf16, "batch": batch, "views": len(views)}
+
+
+def kernels() -> Dict[Tuple[str, str], List[float]]:
+    """(pass, oneDNN implementation) -> the milliseconds of each call, from one step of a child."""
+    env = {**os.environ, "ONEDNN_VERBOSE": "1"}
+    code = (
+        "import sys; sys.argv = ['x']; import step_accounting as s; import torch\n"
+        "cfg, model, bf16 = s.build([])\n"
+        "views = [torch.randn(int(cfg.optimizer.batch_size), 3, 32, 32).contiguous(memory_format=torch.channels_last)"
+        " for _ in range(int(cfg.data.num_views))]\n"
+        "opt = torch.optim.Adam(list(model.backbone.parameters()) + list(model.projector.parameters()))\n"
+        "s.one_step(model, views, opt, bf16)\n"
+        "print('=== measured step', flush=True)\n"
+        "s.one_step(model, views, opt, bf16)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env={**env, "PYTHONPATH": str(REPO / "benchmarks")},
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    found: Dict[Tuple[str, str], List[float]] = defaultdict(list)
+    for line in out.split("=== measured step", 1)[-1].splitlines():
+        match = VERBOSE_CONV.search(line)
+        if match:
+            found[(match.group(2), match.group(1))].append(float(match.group(3)))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--no-kernels", action="store_true", help="skip the ONEDNN_VERBOSE pass")
+    args = parser.parse_args()
+    import torch
+
+    facts = cpu_facts()
+    fp32_peak, bf16_peak, how = peak(facts)
+    found = account(args.steps)
+    total = sum(found["by_op"].values())
+    precision = "bf16" if found["bf16"] else "fp32"
+    top = bf16_peak if found["bf16"] else fp32_peak
+    isa = torch.backends.cpu.get_cpu_capability()
+    print(f"# The speedrun step on {facts['model']} (family {facts['family']}), torch {torch.__version__}, ", end="")
+    print(f"{torch.get_num_threads()} threads, {precision}, ATen {isa}")
+    print(f"\n{found['views']} views x {found['batch']} images at 32 px; peak: {how}\n")
+    print("| op | GFLOP per step | share |")
+    print("|---|---|---|")
+    for op, n in sorted(found["by_op"].items(), key=lambda kv: -kv[1]):
+        print(f"| {op} | {n / 1e9:.2f} | {n / total:.0%} |")
+    achieved = total / found["step"]
+    print(f"| all counted | {total / 1e9:.2f} | 100% |")
+    print(
+        f"\nmodel step (forward, backward, Adam; no data, no Lightning): {found['step'] * 1000:.1f} ms median of "
+        f"{args.steps}; {achieved / 1e9:.1f} GFLOP/s achieved = {achieved / top:.1%} of the {precision} peak "
+        f"({top / 1e9:.0f} GFLOP/s)"
+    )
+    if args.no_kernels:
+        return
+    print("\n| pass | oneDNN convolution kernel | calls | ms in one step |")
+    print("|---|---|---|---|")
+    for (kind, impl), ms in sorted(kernels().items(), key=lambda kv: -sum(kv[1])):
+        print(f"| {kind} | {impl} | {len(ms)} | {sum(ms):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
