@@ -200,7 +200,7 @@ def available_ram() -> int:
 def available_bytes(device: str, index: int = 0) -> int:
     """Free memory of ``device`` (``cpu`` or ``cuda``; GPU ``index``)."""
     if device == "cuda":
-        import torch
+        import torch  # local: torch (~3 s) for a GPU's free memory only; this module is pure Python
 
         free, _ = torch.cuda.mem_get_info(index)
         return int(free)

@@ -67,7 +67,7 @@ def progress(
         except TypeError:
             pass
     if is_terminal(stream):
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # local: a bar on a terminal only; this module is standard library
 
         yield from tqdm(iterable, desc=desc, total=total, leave=False, dynamic_ncols=True, file=stream)
         return

@@ -74,7 +74,7 @@ def register() -> Dict[str, Type]:
         # by name, not attribute: the autoregister hook calls this while solo.methods is
         # loaded but not yet an attribute of the solo package
         solo_methods = importlib.import_module("solo.methods")
-        from solo.methods.base import BaseMethod
+        from solo.methods.base import BaseMethod  # local: solo-learn loads in register(), not on import
     except ImportError as err:
         raise ImportError(f"{SOLO_INSTALL_HINT} ({err})") from err
 

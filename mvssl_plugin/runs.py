@@ -19,6 +19,7 @@ import threading
 import time
 import zipfile
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -222,8 +223,6 @@ def take_lock(run_dir: str | Path) -> Optional[str]:
     Raises:
         ConfigError: when a live process holds it.
     """
-    from datetime import datetime, timezone
-
     path = Path(run_dir) / LOCK
     pid = os.getpid()
     record = json.dumps(

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List
 
+import numpy as np
+from PIL import Image
+
 
 def write_image_folder(root: str | Path, classes: int = 3, per_class: int = 8, size: int = 32, seed: int = 0) -> Path:
     """Writes ``classes`` folders of ``per_class`` random ``size`` x ``size`` JPEGs under ``root``."""
-    import numpy as np
-    from PIL import Image
-
     root = Path(root)
     rng = np.random.default_rng(seed)
     for c in range(classes):

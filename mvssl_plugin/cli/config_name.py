@@ -92,6 +92,7 @@ def _without_option(argv: List[str], *flags: str) -> List[str]:
 def compose_recipe(config_name: str, kind: str, overrides: Optional[List[str]] = None) -> DictConfig:
     """The config ``--config-name config_name`` would give (opened and resolved as the
     entry points do), for notebooks and tests."""
+    # local: Hydra loads for a compose here only; mvssl-recipes imports this module for its recipe lookup
     from hydra import compose, initialize_config_dir
 
     recipe_dir = find_recipe_dir(config_name, kind)

@@ -25,6 +25,7 @@ from mvssl_plugin.runs import check_writable_folder
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # local: solo-learn (seconds, all of it) loads once main() has silenced its harmless warnings
     from solo.args.dataset import custom_dataset_args, dataset_args
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -22,6 +22,8 @@ def device_count(devices: Any, accelerator: str) -> int:
         return int(devices)
     if isinstance(devices, str):
         if devices == AUTO:
+            # local: torch (~3 s) loads when the hardware is read: cli.exits imports this module
+            # for openmp_wait_policy, which must set OMP_WAIT_POLICY before torch loads
             import torch
 
             return max(1, torch.cuda.device_count()) if accelerator == "gpu" else 1
@@ -42,7 +44,7 @@ def adapt_to_hardware(cfg: DictConfig) -> list[str]:
     becomes plain, and ``sync_batchnorm`` (GPU-only in torch) off for several processes.
     Returns the notices to print.
     """
-    import torch
+    import torch  # local: as in device_count
 
     notices = []
     accelerator = str(select(cfg, "accelerator", AUTO))
@@ -105,7 +107,7 @@ def cpu_bf16_native() -> Tuple[bool, str]:
     bf16 autocast gives 1.5x to 1.9x the views/s of fp32 on this project's 2-core EPYC; an AVX2-only CPU
     emulates bf16 at a tenth of the fp32 speed (benchmarks/results/cpu_fast_path/). Caps set
     through ``ATEN_CPU_CAPABILITY`` or ``DNNL_MAX_CPU_ISA`` count as the CPU's own."""
-    import torch
+    import torch  # local: as in device_count
 
     capability = torch.backends.cpu.get_cpu_capability()
     if "AVX512" not in capability and "AMX" not in capability:
@@ -168,7 +170,7 @@ def set_cpu_threads(cfg: DictConfig, processes: int) -> list[str]:
     """Applies :func:`plan_cpu_threads` (``performance.cpu_threads: auto``, the default) or the
     number given, unless ``OMP_NUM_THREADS`` says otherwise; records the choice in the config
     (so in args.json). Returns the notices to print."""
-    import torch
+    import torch  # local: as in device_count
 
     notices = []
     requested = select(cfg, "performance.cpu_threads", AUTO)

@@ -205,6 +205,7 @@ def method_keys(method_class: Optional[type]) -> Set[str]:
 def trainer_keys() -> FrozenSet[str]:
     """Lightning Trainer's arguments: the entry points pass any top-level key of that name."""
     try:
+        # local: Lightning (torch with it, seconds) loads for the key check only; none installed: no keys
         from lightning.pytorch import Trainer
     except ImportError:
         return frozenset()

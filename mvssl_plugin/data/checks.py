@@ -85,7 +85,7 @@ def check_data_path(cfg: DictConfig, key: str) -> None:
 
 def check_dali(cfg: DictConfig) -> None:
     """DALI is installed, ``dali.device`` can run here (``auto`` resolved), threads valid."""
-    import torch
+    import torch  # local: torch (~3 s) for a DALI run's device only; the data checks import no torch
 
     if importlib.util.find_spec("nvidia") is None or importlib.util.find_spec("nvidia.dali") is None:
         raise ConfigError(

@@ -33,6 +33,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import numpy as np
 import torch
 from omegaconf import DictConfig
+from PIL import Image
 
 from mvssl_plugin.config import world_size
 from mvssl_plugin.data.pipeline import (  # noqa: F401 (re-exported)
@@ -51,6 +52,8 @@ from mvssl_plugin.errors import ConfigError, DataError
 
 def _jittered(low_high: Tuple[float, float], prob_coin):
     """1 where the coin says no, else a uniform draw: the color twist's identity when skipped."""
+    # local: DALI is optional (the dali extra; data.checks.check_dali names it when absent), and
+    # data.loaders imports this module for every format
     from nvidia.dali import fn
 
     return 1.0 + prob_coin * (fn.random.uniform(range=list(low_high)) - 1.0)
@@ -59,7 +62,7 @@ def _jittered(low_high: Tuple[float, float], prob_coin):
 def _maybe(images, prob: float, op: Callable):
     """``op(images)`` with probability ``prob`` per sample (DALI conditionals: skipped
     samples cost nothing)."""
-    from nvidia.dali import fn, types
+    from nvidia.dali import fn, types  # local: DALI is optional, as in _jittered
 
     if prob <= 0:
         return images
@@ -73,21 +76,21 @@ def _maybe(images, prob: float, op: Callable):
 
 
 def _solarize(images):
-    from nvidia.dali import fn, types
+    from nvidia.dali import fn, types  # local: DALI is optional, as in _jittered
 
     bright = images >= 128
     return fn.cast(bright * (255 - images) + (True ^ bright) * images, dtype=types.UINT8)
 
 
 def _gaussian_blur(images):
-    from nvidia.dali import fn
+    from nvidia.dali import fn  # local: DALI is optional, as in _jittered
 
     return fn.gaussian_blur(images, sigma=fn.random.uniform(range=[0.1, 2.0]))
 
 
 def one_view(images, recipe: ViewRecipe):
     """One view of every decoded image (HWC uint8) -> CHW float32, normalized."""
-    from nvidia.dali import fn, types
+    from nvidia.dali import fn, types  # local: DALI is optional, as in _jittered
 
     size = [recipe.crop_size, recipe.crop_size]
     if recipe.rrc:
@@ -125,7 +128,7 @@ def one_view(images, recipe: ViewRecipe):
 def decode(encoded, device: str):
     """DALI's decode of the bytes :meth:`FileBatches.read` hands it -> HWC uint8 RGB, EXIF
     orientation ignored (as torchvision's loader)."""
-    from nvidia.dali import fn, types
+    from nvidia.dali import fn, types  # local: DALI is optional, as in _jittered
 
     mode = "mixed" if device == "gpu" else "cpu"
     return fn.decoders.image(encoded, device=mode, output_type=types.RGB, adjust_orientation=False)
@@ -143,7 +146,7 @@ def build_pipeline(
 ):
     """A DALI pipeline yielding ``(index, view_1, ..., view_m)`` per batch; ``source``
     returns one batch of (encoded file bytes, dataset index)."""
-    from nvidia.dali import fn, pipeline_def
+    from nvidia.dali import fn, pipeline_def  # local: DALI is optional, as in _jittered
 
     @pipeline_def(enable_conditionals=True)
     def multiview():
@@ -204,8 +207,6 @@ class FileBatches:
 
 def find_undecodable(files: Sequence[str]) -> List[str]:
     """The files among ``files`` that PIL cannot fully decode."""
-    from PIL import Image
-
     bad = []
     for path in files:
         try:
@@ -274,7 +275,7 @@ class DaliMultiViewLoader:
         return torch.cuda.current_device()
 
     def __iter__(self) -> Iterator[List[Any]]:
-        from nvidia.dali.plugin.pytorch import DALIGenericIterator
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator  # local: DALI is optional, as in _jittered
 
         rank, world = self._rank_and_world()
         order = self.sampler.indices(0 if not self.shard else rank, world)

@@ -8,11 +8,13 @@ JPEG copy such as ../shared/data/cifar10 trains exactly like the torchvision cop
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Callable, List, Optional, Tuple
 
+import torch
 from omegaconf import DictConfig
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Subset
 
 from mvssl_plugin.data.checks import SMALL_IMAGE_DATASETS, TORCHVISION_DATASETS
 from mvssl_plugin.data.holdout import split_holdout
@@ -43,6 +45,8 @@ def solo_data_format(data_format: str) -> str:
 
 def pretrain_transform(cfg: DictConfig) -> Callable:
     """m-view transform: each pipeline's ``num_crops`` independent draws (solo-learn's)."""
+    # local: solo-learn (all of it, with timm and Lightning: seconds) loads when a dataset is built;
+    # importing this module (the loaders of every format do) loads none of it
     from solo.data.pretrain_dataloader import FullTransformPipeline, NCropAugmentation, build_transform_pipeline
 
     return FullTransformPipeline(
@@ -102,7 +106,7 @@ class UnlabelledFolder(Dataset):
 
 
 def _solo_unlabelled(dataset) -> bool:
-    from solo.data.pretrain_dataloader import CustomDatasetWithoutLabels
+    from solo.data.pretrain_dataloader import CustomDatasetWithoutLabels  # local: as in pretrain_transform
 
     return isinstance(dataset, CustomDatasetWithoutLabels) and type(dataset).__name__ == "DatasetWithIndex"
 
@@ -125,7 +129,7 @@ def screened(dataset, key: str, screen: Optional[Screen]):
 
 
 def _solo_pretrain_set(cfg: DictConfig, transform: Optional[Callable], fraction: float):
-    from solo.data.pretrain_dataloader import prepare_datasets
+    from solo.data.pretrain_dataloader import prepare_datasets  # local: as in pretrain_transform
 
     return prepare_datasets(
         solo_dataset_name(cfg.data.dataset, cfg.data.train_path),
@@ -164,7 +168,7 @@ def pretrain_dataset(cfg: DictConfig, transform: Optional[Callable], screen: Opt
     count = holdout_count(cfg)
     if not count:
         return screened(_solo_pretrain_set(cfg, transform, cfg.data.fraction), "data.train_path", screen)
-    from sklearn.model_selection import train_test_split
+    from sklearn.model_selection import train_test_split  # local: sklearn loads for a stratified split only
 
     dataset = _solo_pretrain_set(cfg, transform, -1)
     samples, _ = _split_samples(dataset, count)
@@ -205,8 +209,6 @@ def check_batch_fits(cfg: DictConfig, num_images: int) -> None:
 def solo_loader(cfg: DictConfig, dataset, train: bool) -> DataLoader:
     """solo-learn's loader settings (training: shuffled, last batch dropped; evaluation:
     in order, every image), with pinned memory only where there is a GPU to pin for."""
-    import torch
-
     return DataLoader(
         dataset,
         batch_size=cfg.optimizer.batch_size,
@@ -247,7 +249,7 @@ def classification_datasets(
     """solo-learn's labelled (train, val) datasets with the given transforms, ImageFolder
     aware, validation labels matched to the training classes by folder name
     (:func:`label_by_name`); ``screen`` drops or names bad files."""
-    from solo.data.classification_dataloader import prepare_datasets
+    from solo.data.classification_dataloader import prepare_datasets  # local: as in pretrain_transform
 
     train_set, val_set = prepare_datasets(
         solo_dataset_name(cfg.data.dataset, cfg.data.train_path),
@@ -268,7 +270,7 @@ def classification_loaders(
 ) -> Tuple[DataLoader, DataLoader]:
     """solo-learn's labelled train/val loaders (its per-dataset transforms and loader
     settings), ImageFolder aware."""
-    from solo.data.classification_dataloader import prepare_transforms
+    from solo.data.classification_dataloader import prepare_transforms  # local: as in pretrain_transform
 
     transforms = prepare_transforms(cfg.data.dataset)
     train_set, val_set = classification_datasets(cfg, *transforms, data_fraction, screen)
@@ -283,10 +285,7 @@ def stratified_subset(dataset, fraction: float, key: str = "data.val_fraction"):
         ConfigError: ``key``'s share leaves a class without an image on either side of the
             split (sklearn's own error would be a traceback), naming the range that works.
     """
-    import math
-
-    from sklearn.model_selection import train_test_split
-    from torch.utils.data import Subset
+    from sklearn.model_selection import train_test_split  # local: as in pretrain_dataset
 
     labels = getattr(dataset, "targets", None)
     labels = list(labels if labels is not None else dataset.labels)  # STL-10 names them labels
@@ -310,7 +309,7 @@ def pretrain_val_set(cfg: DictConfig, screen: Optional[Screen] = None):
     training epoch."""
     if cfg.data.val_path is None or (cfg.data.dataset == "custom" and cfg.data.no_labels):
         return None
-    from solo.data.classification_dataloader import prepare_transforms
+    from solo.data.classification_dataloader import prepare_transforms  # local: as in pretrain_transform
 
     _, val_set = classification_datasets(cfg, *prepare_transforms(cfg.data.dataset))
     val_set = screened(val_set, "data.val_path", screen)

@@ -63,6 +63,8 @@ class ViewRecipe:
 def normalization(dataset: str, aug: DictConfig) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
     """The mean/std (in [0, 1] units) solo-learn's torchvision pipeline normalizes with,
     read off the pipeline it builds, so every format feeds the network the same numbers."""
+    # local: solo-learn (all of it, torchvision and timm with it) loads to read its normalization only;
+    # every format imports this module
     from solo.data.pretrain_dataloader import build_transform_pipeline
     from torchvision import transforms
 

@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from PIL import Image, UnidentifiedImageError
+
 from mvssl_plugin.data.imagefolder import duplicate_notice, first_of_each_file, images_under
 from mvssl_plugin.data.pixels import to_rgb
 from mvssl_plugin.errors import DataError
@@ -68,8 +70,6 @@ def inspect_file(path: str, decode: bool = False) -> Tuple[Optional[Size], Optio
     too (as the in-memory format does anyway), which finds corrupt data inside a file at
     3x (32 px JPEGs) to 30x (500 px) the cost.
     """
-    from PIL import Image, UnidentifiedImageError
-
     try:
         length = os.path.getsize(path)
     except OSError as err:

@@ -13,7 +13,9 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 import torch
+from PIL import Image
 from torch.utils.data import DataLoader, Dataset
+from torchvision import transforms
 
 from mvssl_plugin.data.imagefolder import class_folders, images_under, is_image_folder_tree
 from mvssl_plugin.encoder.model import input_transform_of, load_encoder
@@ -63,8 +65,6 @@ class _Files(Dataset):
         return len(self.paths)
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        from PIL import Image
-
         try:
             with Image.open(self.paths[i]) as image:
                 return self.transform(image.convert("RGB"))
@@ -73,8 +73,6 @@ class _Files(Dataset):
 
 
 def transform_of(config: dict):
-    from torchvision import transforms
-
     resize, crop, mean, std = input_transform_of(config)
     return transforms.Compose(
         [transforms.Resize(resize), transforms.CenterCrop(crop), transforms.ToTensor(), transforms.Normalize(mean, std)]

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List
 
 import torch
 from omegaconf import OmegaConf
+from safetensors.torch import save_file
 
 from mvssl_plugin import provenance
 from mvssl_plugin.config.beta import beta_of
@@ -189,8 +190,6 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
 
 def export(source: str | Path, out: str | Path, force: bool = False, notify: Callable[[str], None] = print) -> Path:
     """Writes ``out/``: the backbone of the pretraining run (folder or .ckpt) ``source``."""
-    from safetensors.torch import save_file
-
     out = Path(out)
     args_path, ckpt = run_files(source)
     args = read_json(args_path) or {}

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Dict, Tuple
 
 import torch
+import torchvision
+from safetensors.torch import load_file
 from torch import nn
 
 from mvssl_plugin.backbones.narrow_resnet import NarrowResNet18
@@ -37,8 +39,6 @@ def build_encoder_network(arch: Dict[str, Any]) -> nn.Module:
     if name == "narrow_resnet18":
         return NarrowResNet18(width=int(arch["width"]), small_input=bool(arch["cifar_stem"]))
     if name in STANDARD:
-        import torchvision
-
         model = getattr(torchvision.models, name)()
         model.fc = nn.Identity()
         if arch.get("cifar_stem"):
@@ -100,8 +100,6 @@ def load_encoder(folder: str | Path, device: str | torch.device = "cpu") -> nn.M
 
     Every weight must match the rebuilt network by name and shape (``strict=True``); the
     folder's config is on the module as ``mvssl_config``."""
-    from safetensors.torch import load_file
-
     config = read_config(folder)
     model = build_encoder_network(config["architecture"])
     try:

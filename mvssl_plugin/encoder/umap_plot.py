@@ -19,7 +19,7 @@ PICTURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg")
 
 def require_umap():
     try:
-        import umap
+        import umap  # local: umap-learn is optional (the umap extra), named here when absent
     except ImportError:
         raise ConfigError("UMAP needs umap-learn: pip install umap-learn (or the plugin's [umap] extra)") from None
     return umap
@@ -38,10 +38,12 @@ def project(features: Sequence[np.ndarray], seed: int = 0, neighbours: int = 15)
 
 def draw(panels, classes: Optional[Sequence[str]], out: Path, title: str) -> Path:
     """One panel per (name, points [N, 2], labels [N] or None), coloured by class."""
+    # local: matplotlib loads only to draw, once the features and the UMAP are done, its Agg backend
+    # chosen before pyplot loads
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # local: as matplotlib above
 
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 5.5), squeeze=False)
     for ax, (name, points, labels) in zip(axes[0], panels):

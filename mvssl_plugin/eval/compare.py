@@ -168,10 +168,12 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> List[tuple[float, flo
 
 
 def plot(runs: Sequence[Run], metric: str, out: Path) -> List[Path]:
+    # local: matplotlib loads only to draw (encoder.export imports this module and draws nothing), its
+    # Agg backend chosen before pyplot loads
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # local: as matplotlib above
 
     written = []
     for x, xlabel, name in (

@@ -10,6 +10,7 @@ from typing import Iterable, Optional, Tuple
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
+from torch.utils.data import DataLoader
 
 from mvssl_plugin.data.datasets import Screen, classification_datasets
 from mvssl_plugin.data.inmemory.eval_loaders import probe_memory_loaders
@@ -41,8 +42,8 @@ def probe_loaders(
     """(augmented train, plain test, augmented test) batches: solo-learn's linear-eval
     transforms through torchvision workers, or, with ``data.format: memory``, the same
     files decoded once and transformed on ``device`` (:mod:`mvssl_plugin.data.inmemory.eval_loaders`)."""
+    # local: solo-learn (all of it: seconds) loads when the probe runs; importing this module loads none of it
     from solo.data.classification_dataloader import prepare_transforms
-    from torch.utils.data import DataLoader
 
     t_train, t_val = prepare_transforms(cfg.data.dataset)
     augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction, screen)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Dict, List
 
 import torch
+import torch.nn.functional as F
 
 FEATURE_TYPES = ("backbone", "projector")
 DISTANCES = ("cosine", "euclidean")
@@ -19,7 +20,8 @@ def all_classes_knn(k: int, temperature: float, distance: str):
     set of some of the training classes (validation labels matched by name) does not index
     past its vote table (solo-learn's ``compute`` fails there with an IndexError). With every
     class in the test set the two agree: the same loop, the same numbers."""
-    import torch.nn.functional as F
+    # local: solo-learn (all of it: seconds) loads for the kNN itself; cli.knn imports this module for its
+    # flags' choices, before main() silences solo-learn's harmless warnings
     from solo.utils.knn import WeightedKNNClassifier
 
     class AllClassesKNN(WeightedKNNClassifier):

@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import List, Optional
 
+from omegaconf import OmegaConf
+from torch.utils.data import DataLoader
+
 from mvssl_plugin.data.datasets import classification_datasets, eval_keeps_size
 from mvssl_plugin.data.scan import screen_files
 from mvssl_plugin.eval.features import extract_features, load_pretrained
@@ -42,9 +45,8 @@ def run_knn(
     writes ``knn.csv`` beside the checkpoint read; returns one row per (feature, k,
     distance, temperature). Arguments are those of ``main_knn.py``, checked by its
     ``check_args``; progress is printed."""
-    from omegaconf import OmegaConf
+    # local: solo-learn (all of it: seconds) loads when the kNN runs, as in eval.knn.all_classes_knn
     from solo.data.classification_dataloader import prepare_transforms
-    from torch.utils.data import DataLoader
 
     torch_device = eval_device(device)
     model, cfg, ckpt = load_pretrained(checkpoint)

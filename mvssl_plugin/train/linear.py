@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 def build_solo_backbone(cfg: DictConfig) -> nn.Module:
     """solo-learn's backbone for ``cfg.backbone``, with its CIFAR stem for ResNets where the
     pretraining run had it (:func:`~mvssl_plugin.config.pretrained.cifar_stem_of_run`)."""
+    # local: torch and solo-learn, as in checked_backbone
     from solo.methods.base import BaseMethod
     from torch import nn
 
@@ -40,7 +41,7 @@ def build_solo_backbone(cfg: DictConfig) -> nn.Module:
 
 def load_backbone_weights(backbone: nn.Module, ckpt_path: str) -> None:
     """Loads ``backbone.*`` from a solo-learn checkpoint; every tensor must match by name and shape."""
-    import torch
+    import torch  # local: as in checked_backbone
 
     try:
         state = torch.load(ckpt_path, map_location="cpu", weights_only=False)["state_dict"]

@@ -16,8 +16,13 @@ The evaluation computed during training (effective rank) is in
 from __future__ import annotations
 
 import os
+import platform
+import resource
+import shlex
+import sys
 import time
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -31,6 +36,8 @@ from mvssl_plugin.train.signals import slurm_job_id
 
 def run_folder(trainer) -> Optional[Path]:
     """The solo-learn run folder (where checkpoints and args.json go), if checkpointing."""
+    # local: solo-learn (all of it: seconds) loads when a run folder is looked up; train.summary and
+    # train.epoch_knn import this module without it
     from solo.utils.checkpointer import Checkpointer
 
     for callback in trainer.callbacks:
@@ -137,11 +144,10 @@ def config_options(argv: Sequence[str]) -> List[str]:
 def command_line() -> str:
     """The command that runs this job alone: under a Hydra multirun, the sweep command is
     replaced by the recipe options and this job's own overrides."""
-    import shlex
-    import sys
-
     argv = list(sys.argv)
     try:
+        # local: Hydra is only there once a Hydra job runs (compose_recipe's configs train without one),
+        # as in config.views
         from hydra.core.hydra_config import HydraConfig
 
         hydra_cfg = HydraConfig.get()
@@ -166,14 +172,10 @@ def peak_memory_mib(trainer) -> float:
     figure an out-of-memory error is about), on a CPU the process's peak resident set."""
     if trainer.accelerator.__class__.__name__ == "CUDAAccelerator":
         return round(torch.cuda.max_memory_allocated(trainer.strategy.root_device) / 2**20, 1)
-    import resource
-
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux: KiB
 
 
 def device_description(trainer) -> str:
-    import platform
-
     if trainer.accelerator.__class__.__name__ == "CUDAAccelerator":
         return f"{trainer.num_devices} x {torch.cuda.get_device_name(trainer.strategy.root_device)}"
     cpu = platform.processor() or platform.machine()
@@ -225,8 +227,6 @@ class RunLog(TrainClock):
         self._write_launch(trainer, f"failed: {type(exception).__name__}")
 
     def _write_launch(self, trainer, status: str, epochs_completed: Optional[int] = None) -> None:
-        from datetime import datetime, timezone
-
         folder = run_folder(trainer)
         if folder is None or not trainer.is_global_zero or not folder.is_dir():
             return

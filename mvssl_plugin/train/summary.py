@@ -8,11 +8,13 @@ the run folder is added when it exists (the checkpointer makes it at setup).
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from typing import Dict, Optional
 
 from lightning.pytorch.callbacks import Callback, ProgressBar
 from omegaconf import DictConfig, OmegaConf
+from torch.utils.data import DataLoader
 
 from mvssl_plugin.config import select
 from mvssl_plugin.config.beta import beta_of
@@ -48,8 +50,6 @@ def steps_per_process(cfg: DictConfig, loader) -> int:
     """Optimizer steps per epoch in each process. A torch DataLoader is sharded by Lightning's
     DistributedSampler only when fit starts, so its length before then counts every image;
     the in-memory and DALI loaders shard themselves (and view-parallel runs do not shard)."""
-    from torch.utils.data import DataLoader
-
     processes = world_size(cfg)
     if processes == 1 or not isinstance(loader, DataLoader) or select(cfg, "method_kwargs.view_parallel", False):
         return len(loader)
@@ -95,8 +95,6 @@ def cpu_text(cfg: DictConfig) -> str:
     """``; 2 torch threads (OpenMP wait PASSIVE), 2 loader workers`` on the CPU, else nothing."""
     if cfg.accelerator != "cpu":
         return ""
-    import os
-
     wait = os.environ.get("OMP_WAIT_POLICY", "default")
     threads = select(cfg, "performance.cpu_threads")
     return f"; {threads} torch thread(s) (OpenMP wait {wait}), {cfg.data.num_workers} loader worker(s)"

@@ -9,7 +9,15 @@ import sys
 from collections.abc import Sequence
 from typing import List, Optional, Tuple
 
+import torch
+from lightning.fabric.plugins.environments import SLURMEnvironment
+from lightning.pytorch import Trainer
+from lightning.pytorch.callbacks import LearningRateMonitor
+from lightning.pytorch.loggers.wandb import WandbLogger
+from lightning.pytorch.strategies.ddp import DDPStrategy
 from omegaconf import DictConfig, OmegaConf
+from solo.utils.misc import make_contiguous
+from torch import nn
 
 from mvssl_plugin.config import count_views, select, trainer_devices
 from mvssl_plugin.config.beta import beta_of
@@ -58,8 +66,6 @@ def slurm_options(logdir: str, environ=os.environ) -> dict:
     given, whatever run wrote it. Empty outside SLURM."""
     if not under_slurm(environ):
         return {}
-    from lightning.fabric.plugins.environments import SLURMEnvironment
-
     return {"plugins": [SLURMEnvironment(auto_requeue=False)], "default_root_dir": logdir}
 
 
@@ -76,11 +82,6 @@ def build_trainer(
     the resumed run's folder), wandb logger and learning-rate monitor, from the config's
     Trainer keys. ``epoch_knn`` (the kNN after every epoch) runs before the clock's epoch end,
     which it stops when its evaluation starts, and before ``metrics.csv``'s row, which holds it."""
-    from lightning.pytorch import Trainer
-    from lightning.pytorch.callbacks import LearningRateMonitor
-    from lightning.pytorch.loggers.wandb import WandbLogger
-    from lightning.pytorch.strategies.ddp import DDPStrategy
-
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
     run_log = RunLog()
     callbacks, logger = [EpochSummary(), run_log], None
@@ -151,8 +152,6 @@ def narrow_convolutions(model) -> List[str]:
     forever (``jit_avx2_1x1_convolution_bwd_weights``): a ResNet-18 of base width 2 to 7
     aborts with "double free or corruption" on its first backward; widths 8 to 64 run, and
     the stem reading the 3 image channels is not affected."""
-    from torch import nn
-
     return [
         name
         for name, module in model.named_modules()
@@ -200,9 +199,6 @@ def fit(
     Raises:
         Interrupted: after a SIGINT/SIGTERM (or SLURM's SIGUSR1) stopped the training (train/signals.py).
     """
-    import torch
-    from solo.utils.misc import make_contiguous
-
     make_contiguous(model)
     notice = memory_format_notice(cfg, model)
     if notice:

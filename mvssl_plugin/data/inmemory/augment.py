@@ -28,6 +28,7 @@ class BatchAugment:
     seed it, under ``torch.random.fork_rng``, for a reproducible stream."""
 
     def __init__(self, recipe: ViewRecipe) -> None:
+        # local: kornia loads for the in-memory format only; data.loaders imports this module for every format
         import kornia.augmentation as K
 
         self.recipe = recipe

@@ -15,6 +15,7 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import torch
+from PIL import Image
 
 from mvssl_plugin.data.inmemory.devices import exact_device
 from mvssl_plugin.data.pixels import load_rgb
@@ -100,8 +101,6 @@ def _undecodable(path: str, err: Exception) -> DataError:
 
 def _image_sizes(files: Sequence[str]) -> List[Tuple[int, int]]:
     """Each file's (width, height), from its header."""
-    from PIL import Image
-
     sizes = []
     for path in files:
         try:
@@ -141,8 +140,6 @@ def _decode_one(path: str, height: int, width: int) -> np.ndarray:
     """(3, H, W) uint8 (:func:`mvssl_plugin.data.pixels.load_rgb`, every format's decode);
     other sizes are resized (shorter side, bicubic) and centre-cropped, so objects keep
     their aspect ratio."""
-    from PIL import Image
-
     try:
         image = load_rgb(path)
         if image.size != (width, height):

@@ -44,7 +44,7 @@ class ColorJitterPerImage:
     :func:`shift_hue`. Each step runs once per (stage, step) on the images due for it."""
 
     def __init__(self, brightness: float, contrast: float, saturation: float, hue: float, p: float) -> None:
-        from kornia import enhance
+        from kornia import enhance  # local: kornia for the in-memory format only, as in augment.BatchAugment
 
         around_one = [(max(0.0, 1.0 - v), 1.0 + v) for v in (brightness, contrast, saturation)]
         self.ranges = around_one + [(-hue, hue)]

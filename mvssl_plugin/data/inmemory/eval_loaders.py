@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from torch.utils.data import Subset
 
 from mvssl_plugin.data.datasets import (
     classification_datasets,
@@ -34,6 +35,8 @@ def eval_recipe(dataset: str) -> Optional[Tuple[ViewRecipe, int]]:
     to the same square size); None where the val transform does more (the ImageNet
     pipeline's resize of the shorter side + centre crop), which the in-memory format does
     not serve."""
+    # local: solo-learn (all of it, torchvision and timm with it) loads when a recipe is read; data.loaders
+    # imports this module for every format
     from solo.data.classification_dataloader import prepare_transforms
     from torchvision import transforms as T
 
@@ -184,8 +187,6 @@ def val_memory_loader(cfg: DictConfig, val_set) -> Optional[MemoryEvalLoader]:
     screened; a ``Subset`` of it with ``data.val_fraction``) decoded once and normalized on
     the training device, as solo-learn's val transform would; under DDP each process
     validates its share. None where :func:`eval_recipe` does not serve the dataset."""
-    from torch.utils.data import Subset
-
     found = eval_recipe(str(cfg.data.dataset))
     if found is None:
         return None
