@@ -79,9 +79,10 @@ def collect(folder: Path, log: Optional[Path], out: Path = OUT) -> Path:
 
 
 def minutes_at(values: Sequence[float], seconds: Sequence[float], minutes: float) -> Optional[float]:
-    """The kNN of the last epoch finished within ``minutes`` of training, or None before the first."""
+    """The kNN of the last epoch finished within ``minutes`` of training; None before the first, and
+    for a run that ended sooner (it says nothing of a longer budget)."""
     done = [v for v, s in zip(values, seconds) if s <= minutes * 60]
-    return done[-1] if done else None
+    return done[-1] if done and seconds[-1] >= minutes * 60 else None
 
 
 def record(folder: Path) -> Dict[str, object]:

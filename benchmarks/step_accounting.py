@@ -83,7 +83,9 @@ def build(overrides: List[str]):
 
     with contextlib.redirect_stdout(io.StringIO()):
         cfg, model = build_pretrain_model(
-            compose_recipe("speedrun_cpu.yaml", "pretrain", ["data.val_path=null", *overrides])
+            compose_recipe(
+                "speedrun_cpu.yaml", "pretrain", ["data.val_path=null", "epoch_knn.enabled=false", *overrides]
+            )
         )
     return cfg, model.to(memory_format=torch.channels_last), "bf16" in str(cfg.precision)
 

@@ -98,6 +98,7 @@ def run_setting(
         "max_epochs=1",
         f"+max_steps={steps + warmup + 1}",
         "effective_rank.enabled=false",
+        "epoch_knn.enabled=false",
         "+enable_progress_bar=false",
         "+enable_model_summary=false",
     ]

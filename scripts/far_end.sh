@@ -4,6 +4,7 @@
 # then the plugin, which must change none of torch, torchvision, lightning or torchmetrics; then
 # the fast tier (pytest -m "not slow") and one epoch of mabt through solo-learn's own main_pretrain.py.
 #   bash scripts/far_end.sh VENV [TORCH TORCHVISION]     # default: the newest pair pip serves here
+#   USER_EXTRA="numpy<2" bash scripts/far_end.sh VENV 2.1.2 0.16.2   # what such a user's venv also holds
 # .ci/run calls it after the suite; docs/install.md, "Into your own environment".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +19,10 @@ say() { printf '[far end] %s\n' "$*"; }
 began=$(date +%s)
 rm -rf "$VENV"
 python3 -m venv "$VENV"
-pip() { "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$@"; }
+# quiet, less the find-links notes of this workplace's pip configuration
+pip() { "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither" >&2); }
 say "the user's environment: torch==$TORCH torchvision==$TORCHVISION, $SETUPTOOLS, solo-learn"
-pip "torch==$TORCH" "torchvision==$TORCHVISION" "$SETUPTOOLS" wheel
+pip "torch==$TORCH" "torchvision==$TORCHVISION" "$SETUPTOOLS" wheel ${USER_EXTRA:-}
 if [ -f "$SOLO/setup.py" ]; then pip --no-build-isolation "$SOLO"; else
   pip --no-build-isolation "git+https://github.com/vturrisi/solo-learn@9187ea39c2c3f43c455ab06664d2b019a9802954"; fi
 theirs() { "$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -iE '^(torch|torchvision|lightning|torchmetrics)==' | sort; }

@@ -190,6 +190,7 @@ def overrides(scale: Scale, point: Point, seed: int) -> Tuple[str, List[str]]:
         "auto_resume.enabled=true",
         "++auto_resume.max_hours=87600",  # a run waits between sessions: the recipe's 36 h would start it over
         "wandb.enabled=false",
+        "epoch_knn.enabled=false",  # the child's own callback (epoch_eval.py) takes the per-epoch kNN
         "+enable_progress_bar=false",
         f"accelerator={scale.accelerator}",
         f"precision={scale.precision if point.precision == 'auto' else point.precision}",

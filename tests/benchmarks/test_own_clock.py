@@ -33,8 +33,12 @@ def test_a_record_reads_the_stays_above_minutes_off_the_runs_clock(tmp_path):
     assert row["min_to_50"] == "20.0" and row["min_to_60"] == "50.0" and row["first_min_to_60"] == "30.0"
     assert row["min_to_65"] == "" and row["final_knn"] == 62.0 and row["train_minutes"] == 60.0
     assert row["knn_at_30_min"] == 60.2 and row["knn_at_20_min"] == 55.5 and row["knn_at_60_min"] == 62.0
+    short = _run(tmp_path / "runs" / "short", [48.0, 55.5])  # 20 training minutes: nothing said of 30
+    own_clock.collect(short, None, out=tmp_path / "out")
+    rows = {r["run"]: r for r in own_clock.report(out=tmp_path / "out", pages=[])}
+    assert rows["short"]["knn_at_20_min"] == 55.5 and rows["short"]["knn_at_30_min"] == ""
     assert row["commit"] == "abc1234" and "cores" in row["cpu"]
-    assert read_csv(tmp_path / "out" / "records.csv")[0]["min_to_60"] == "50.0"
+    assert {r["run"]: r["min_to_60"] for r in read_csv(tmp_path / "out" / "records.csv")}["speedrun-cpu-s1"] == "50.0"
     assert (
         "| speedrun-cpu-s1 | 1 | 6 | 62.0 | 20.0 | 20.0 | 50.0 | - | - | 60.2 |"
         in (tmp_path / "out" / "records.md").read_text()
