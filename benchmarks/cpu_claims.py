@@ -68,8 +68,8 @@ the CIFAR stem), ``accelerator=gpu``, bf16 mixed precision, results in
 run at a checkpoint, and the next call resumes it.
 
 This file is the command line; the harness is the ``claims`` package beside it: ``claims.grid``
-(the runs), ``claims.clocks`` (their time), ``claims.report`` (the verdicts), ``claims.runner``
-(running them).
+(the runs), ``claims.clocks`` (their time), ``claims.verdicts`` and ``claims.report`` (the
+verdicts and the report), ``claims.runner`` (running them).
 """
 
 from __future__ import annotations

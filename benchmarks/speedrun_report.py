@@ -1,4 +1,5 @@
-"""The speedrun's records, levers table, summary and plot, made from its CSVs only.
+"""The speedrun's report, from its CSVs only: records.csv, levers.csv, peer.csv, summary.md and
+the plot in its results folder, and the records and levers tables for readers in docs/speedrun.md.
 
     python benchmarks/speedrun.py --report
 
@@ -6,137 +7,196 @@ Time is steps x the setting's seconds per step on a named machine (never a run's
 wall-clock, which shares the machine with whatever else ran): measured side by side with the
 claims baseline on that machine, or, on a machine where only the claims grid measured steps,
 the claims' step where the step is the same one, else the setting's ratio to the baseline
-measured elsewhere times the baseline's step there (the ``basis`` column says which).
-
-Pure: rows in, rows, text and plots out; ``speedrun.py`` reads and writes the files.
+measured elsewhere times the baseline's step there (the ``basis`` column says which;
+``speedrun_clock``). The rows' arithmetic is ``speedrun_rows``'; this module reads the files,
+writes them, and sets the rows out as markdown tables and a plot.
 """
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-#: kNN targets (percent) of the records table
-TARGETS = (50, 55, 60, 65, 70)
-#: the records' two time budgets (seconds)
-BUDGETS = {"30 min": 1800.0, "2 h": 7200.0}
+from claims import clocks
+from claims.grid import REPO
+from doc_blocks import replace_between
+from speedrun_clock import baseline_step, step_times_on
+from speedrun_rows import BUDGETS, TARGETS, curve_of, lever_rows, record_rows, speedup_rows, untimed_rows
+from speedrun_settings import (
+    BASELINE,
+    CLAIMS_STEP_TIMES,
+    LEVERS,
+    OUT,
+    PEER_EPOCHS,
+    RECIPE_SETTING,
+    SCREEN_EPOCHS,
+    SETTINGS,
+    STEPS,
+    epochs_of,
+    recipe_words,
+    setting_of,
+)
+
+from mvssl_plugin.runs import read_csv, write_csv
+
+#: the targets' kind of machine: 2 cores that compute bf16 natively
+TARGET_KIND = clocks.machine_kind(2, True)
+#: the machine of the targets: the records' first clock
+TARGET_MACHINE = f"AMD EPYC, {TARGET_KIND}"
 
 
-@dataclass(frozen=True)
-class StepTime:
-    """Seconds of one training step of a setting on a machine, and where the figure comes from."""
-
-    seconds: float
-    machine: str
-    precision: str
-    basis: str  # measured | claims grid's step | ratio to the baseline measured on <machine>
+def of_the_targets_kind(machine: str) -> bool:
+    """Whether ``machine`` (``clocks.cpu_description``) is of the targets' kind (``TARGET_KIND``).
+    The README's records are timed on each such machine that measured the steps."""
+    return machine.endswith(f", {TARGET_KIND}")
 
 
-def curve_of(curves: Sequence[dict], run: str) -> List[dict]:
-    """A run's rows of curves.csv, by epoch."""
-    return sorted((r for r in curves if r["run"] == run), key=lambda r: int(r["epoch"]))
+def peer_lines(rows: Sequence[dict]) -> List[str]:
+    """The peer target's paragraph and table (``speedrun_rows.speedup_rows``' rows)."""
+    return [
+        f"Against solo-learn's `barlow_twins` recipe (`peer`, {PEER_EPOCHS} epochs): the minutes each took to",
+        "the peer's final kNN (the end of the first epoch at or above it, for both), the peer's run against",
+        f"`{RECIPE_SETTING}`'s of the same seed (`peer.csv`; the target: at least 2x less time).",
+        "",
+        *(speedup_table(rows) if rows else ["The peer's full run has not finished yet."]),
+    ]
 
 
-def seconds_to(curve: Sequence[dict], target: float, step_seconds: float) -> Optional[float]:
-    """Seconds (steps x ``step_seconds``) at the end of the first epoch whose kNN reaches
-    ``target``; None when no epoch does."""
-    for row in curve:
-        if float(row["knn_backbone"]) >= target:
-            return int(row["step"]) * step_seconds
-    return None
+#: where the report writes its tables for readers: the modelled-clock records and the levers, both in
+#: the docs (the README's headline table is the runs' own clock: own_clock.py)
+README = REPO / "docs" / "speedrun.md"
+LEVERS_DOC = REPO / "docs" / "speedrun.md"
+RECORDS_START = "<!-- speedrun records: made by `python benchmarks/speedrun.py --report` from its CSVs -->"
+LEVERS_START = "<!-- speedrun levers: made by `python benchmarks/speedrun.py --report` from its CSVs -->"
+END = "<!-- end of the speedrun table -->"
 
 
-def knn_at(curve: Sequence[dict], seconds: float, step_seconds: float) -> Optional[float]:
-    """kNN of the encoder one has after ``seconds`` of training: the last epoch that ended within
-    them. None when no epoch did, or when the run ended more than an epoch before ``seconds`` (a
-    30-minute run has no figure at 2 hours)."""
-    if curve:
-        end, steps = int(curve[-1]["step"]) * step_seconds, int(curve[-1]["step"]) / int(curve[-1]["epoch"])
-        if end + steps * step_seconds < seconds:
-            return None
-    within = [r for r in curve if int(r["step"]) * step_seconds <= seconds]
-    return float(within[-1]["knn_backbone"]) if within else None
-
-
-def knn_interpolated(curve: Sequence[dict], seconds: float, step_seconds: float) -> Optional[float]:
-    """kNN at ``seconds``, linear between the epochs around it (the run's start counts as
-    10%, chance); None past the run's last epoch."""
-    points = [(0.0, 10.0)] + [(int(r["step"]) * step_seconds, float(r["knn_backbone"])) for r in curve]
-    for (t0, k0), (t1, k1) in zip(points, points[1:]):
-        if t0 <= seconds <= t1:
-            return k0 if t1 == t0 else k0 + (k1 - k0) * (seconds - t0) / (t1 - t0)
-    return None
-
-
-def record_rows(
-    runs: Sequence[Tuple[str, str, str, int]],
-    curves: Sequence[dict],
-    steps: Dict[str, StepTime],
-    details: Dict[str, dict],
-) -> List[dict]:
-    """One row per finished run (``runs``: run, setting, recipe with overrides, seed) and machine
-    with a step time for its setting (``steps``: setting -> StepTime on the machine of interest)."""
-    rows = []
-    for run, setting, recipe, seed in runs:
-        step = steps.get(setting)
-        curve = curve_of(curves, run)
-        if step is None or not curve:
-            continue
-        row = {
-            "run": run,
-            "setting": setting,
-            "recipe": recipe,
-            "seed": seed,
-            "epochs": int(curve[-1]["epoch"]),
-            "commit": details.get(run, {}).get("commit", ""),
-            "trained_on": details.get(run, {}).get("cpu", ""),
-            "precision": details.get(run, {}).get("precision", ""),
-            "timed_on": step.machine,
-            "timed_precision": step.precision,
-            "s_per_step": round(step.seconds, 4),
-            "basis": step.basis,
-            "final_knn": float(curve[-1]["knn_backbone"]),
-            "final_seconds": round(int(curve[-1]["step"]) * step.seconds, 1),
-        }
-        for target in TARGETS:
-            reached = seconds_to(curve, target, step.seconds)
-            row[f"s_to_{target}"] = "" if reached is None else round(reached, 1)
-        for label, budget in BUDGETS.items():
-            knn = knn_at(curve, budget, step.seconds)
-            row[f"knn_at_{label.replace(' ', '')}"] = "" if knn is None else knn
-        rows.append(row)
-    return rows
-
-
-def speedup_rows(records: Sequence[dict], curves: Sequence[dict], peer: str, ours: str) -> List[dict]:
-    """The peer target, per machine and seed (``records``: :func:`record_rows`' rows): the seconds each
-    of the ``peer`` setting's run and ``ours`` took to the peer's final kNN, by one rule for both (the
-    end of the first epoch at or above it: a peer that passed its final kNN before its last epoch is
-    timed there). ``ours``'s shortest run of the seed stands for all of them (a longer run of a
-    constant lr goes on from it: the same epochs). ``speedup`` = peer / ours; empty where ours never
-    reached it."""
-    rows = []
-    for p in (r for r in records if r["setting"] == peer):
-        mates = [
-            r for r in records if r["setting"] == ours and r["timed_on"] == p["timed_on"] and r["seed"] == p["seed"]
+def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optional[Path] = LEVERS_DOC) -> Path:
+    """records.csv, levers.csv, summary.md and the plot in ``out`` from its CSVs; the record table
+    into ``readme`` and the levers table into ``levers_doc``, between their markers."""
+    out.mkdir(parents=True, exist_ok=True)
+    results, curves = read_csv(out / "results.csv"), read_csv(out / "curves.csv")
+    own, claims = read_csv(out / STEPS), read_csv(CLAIMS_STEP_TIMES)
+    machines = list(dict.fromkeys([TARGET_MACHINE, *(r["cpu"] for r in own)]))
+    finished = [(r["run"], setting_of(r["run"]), int(r["seed"])) for r in results]
+    details = {r["run"]: r for r in results}
+    runs = [(run, tag, recipe_words(tag), seed) for run, tag, seed in finished if tag in SETTINGS]
+    records, levers = [], []
+    screens: Dict[str, List[str]] = {}
+    for run, tag, _, seed in runs:
+        if run == SETTINGS[tag].screen().name(seed):
+            screens.setdefault(tag, []).append(run)
+    timed: set = set()
+    for machine in machines:
+        steps = step_times_on(machine, own, claims)
+        timed |= set(steps)
+        full = [r for r in runs if r[0] != SETTINGS[r[1]].screen().name(r[3])]
+        records += record_rows(full, curves, steps, details)
+        levers += lever_rows(LEVERS, screens, curves, steps, longer_runs(results))
+    untimed = untimed_rows(LEVERS, screens, curves, sorted(timed))
+    untimed_block = []
+    if untimed:
+        untimed_block = [
+            "",
+            "Screened, but a step not timed yet (`--step-times --only ...`): the difference at equal",
+            "epochs, which is equal seconds only where the two steps cost the same.",
+            "",
+            *untimed_table(untimed),
         ]
-        target = float(p["final_knn"])
-        peers = seconds_to(curve_of(curves, p["run"]), target, float(p["s_per_step"]))
-        for o in sorted(mates, key=lambda r: int(r["epochs"]))[:1]:
-            reached = seconds_to(curve_of(curves, o["run"]), target, float(o["s_per_step"]))
-            rows.append({
-                "timed_on": p["timed_on"],
-                "seed": p["seed"],
-                "peer_run": p["run"],
-                "peer_final_knn": p["final_knn"],
-                "peer_seconds": round(peers, 1),
-                "ours_run": o["run"],
-                "ours_seconds": "" if reached is None else round(reached, 1),
-                "speedup": "" if reached is None else round(peers / reached, 2),
-            })  # fmt: skip
+    write_csv(out / "records.csv", records)
+    write_csv(out / "levers.csv", levers)
+    peer = speedup_rows(records, curves, "peer", RECIPE_SETTING)
+    write_csv(out / "peer.csv", peer)
+    targets = [m for m in machines if of_the_targets_kind(m)]
+    first = [r for r in records if r["timed_on"] in targets]
+    claims_curves = read_csv(CLAIMS_STEP_TIMES.parent / "curves.csv")
+    beside = baseline_rows(machines, own, claims, claims_curves, read_csv(CLAIMS_STEP_TIMES.parent / "results.csv"))
+    lines = [
+        "# Speedrun: time to accuracy on a CPU",
+        "",
+        "Made by `python benchmarks/speedrun.py --report` from `curves.csv`, `results.csv` and",
+        "`steps.csv` (and the claims grid's `step_times.csv`). All of CIFAR-10, the width-16",
+        "ResNet-18, backbone kNN (k = 20, cosine) on all 10,000 test images after every epoch;",
+        "time = steps x the setting's step time on the named machine (`basis`: how it was timed).",
+        "",
+        f"## Records, timed on {' and on '.join(targets)}",
+        "",
+        *(records_table(first) if first else ["No record run has finished yet."]),
+        "",
+        "## The peer, side by side",
+        "",
+        *peer_lines(peer),
+        "",
+        "## The record beside the claims baseline, on every machine timed",
+        "",
+        "The claims grid's 2-view, d = 2048, fixed-beta baseline (its curves, each machine's step):",
+        "",
+        *records_table(sorted(records + beside, key=lambda r: r["timed_on"])),
+        "",
+        f"## Levers, screened at {SCREEN_EPOCHS} epochs (fitted schedules; the resolution ramp at "
+        f"{SETTINGS['ramp'].screen_epochs}, about the same seconds), equal training seconds",
+        "",
+        *(levers_table(levers) if levers else ["No lever pair has finished yet."]),
+        *untimed_block,
+        "",
+        "Every clock: records.csv and levers.csv (one row per machine timed).",
+    ]
+    summary = out / "summary.md"
+    summary.write_text("\n".join(lines) + "\n")
+    if readme is not None:
+        records_block = records_table(first) if first else ["No record run has finished yet."]
+        where = " and on ".join(targets)
+        records_block += ["", f"(Timed on {where}; every clock: `benchmarks/results/speedrun/records.csv`.)"]
+        records_block += ["", *peer_lines([r for r in peer if r["timed_on"] in targets])]
+        readme.write_text(replace_between(readme.read_text(), RECORDS_START, END, records_block))
+    if levers_doc is not None:
+        shown = [r for r in levers if r["timed_on"] == machines[0]] or levers
+        levers_block = levers_table(shown) if shown else ["No lever pair has finished yet."]
+        levers_block += untimed_block
+        levers_doc.write_text(replace_between(levers_doc.read_text(), LEVERS_START, END, levers_block))
+    steps = step_times_on(machines[0], own, claims)
+    lines_to_plot = [
+        (run, curve_of(curves, run), steps[tag].seconds)
+        for run, tag, _, seed in sorted(runs, key=lambda r: (r[1], r[3]))
+        if tag in steps and run != SETTINGS[tag].screen().name(seed)
+    ]
+    base_step = baseline_step(machines[0], own, claims)
+    for seed in (1, 2):
+        name = BASELINE.name(seed)
+        if base_step is not None and curve_of(claims_curves, name):
+            curve = curve_of(claims_curves, name)
+            lines_to_plot.append((f"claims baseline s{seed}", curve, base_step.seconds))
+    if lines_to_plot:
+        plot(lines_to_plot, out / "knn_vs_minutes.png", machines[0])
+    print(summary.read_text())
+    return summary
+
+
+def baseline_rows(
+    machines: Sequence[str], own: Sequence[dict], claims: Sequence[dict], claims_curves: Sequence[dict],
+    claims_results: Sequence[dict],
+) -> List[dict]:  # fmt: skip
+    """The claims baseline's two runs (``claims_curves`` / ``claims_results``: the grid's CSVs) as
+    records on each machine with its step (:func:`baseline_step`)."""
+    details = {r["run"]: r for r in claims_results}
+    runs = [(BASELINE.name(seed), "claims baseline", "mabt m=2 d=2048 fixed beta", seed) for seed in (1, 2)]
+    rows: List[dict] = []
+    for machine in machines:
+        step = baseline_step(machine, own, claims)
+        if step is not None:
+            rows += record_rows(runs, claims_curves, {"claims baseline": step}, details)
     return rows
+
+
+def longer_runs(results: Sequence[dict]) -> Dict[str, List[str]]:
+    """setting -> its finished runs, shortest first, for settings without a schedule: their first
+    epochs are the screen's (a constant lr does not depend on ``max_epochs``)."""
+    out: Dict[str, List[str]] = {}
+    for r in sorted(results, key=lambda r: epochs_of(r["run"])):
+        tag = setting_of(r["run"])
+        if tag in SETTINGS and SETTINGS[tag].warmup is None:
+            out.setdefault(tag, []).append(r["run"])
+    return out
 
 
 def speedup_table(rows: Sequence[dict]) -> List[str]:
@@ -151,123 +211,6 @@ def speedup_table(rows: Sequence[dict]) -> List[str]:
             f"| {speedup} | {r['timed_on']} |"
         )
     return lines
-
-
-@dataclass(frozen=True)
-class Lever:
-    """One lever: ``changed`` against ``reference`` (settings), at equal training seconds."""
-
-    name: str
-    changed: str
-    reference: str
-    what: str
-
-
-def setting_of(run: str) -> str:
-    """The setting's tag in a run's name (``<tag>-e<epochs>-s<seed>``, claims.grid's Point.name)."""
-    return run.rsplit("-e", 1)[0]
-
-
-def epochs_of(run: str) -> int:
-    """The epochs in a run's name."""
-    return int(run.rsplit("-e", 1)[1].split("-s")[0])
-
-
-def seed_of(run: str) -> str:
-    """The seed in a run's name."""
-    return run.rsplit("-s", 1)[-1]
-
-
-def lever_rows(
-    levers: Sequence[Lever],
-    runs: Dict[str, List[str]],
-    curves: Sequence[dict],
-    steps: Dict[str, StepTime],
-    longer: Optional[Dict[str, List[str]]] = None,
-) -> List[dict]:
-    """Per lever: each side's mean final kNN over its finished seeds, and the gain in points at
-    equal seconds: the changed side's final kNN against the reference's at the same seconds
-    (interpolated between its epochs), or, where the reference ended sooner, both at the
-    reference's last seconds. ``runs``: setting -> its finished runs; ``longer``:
-    setting -> runs whose first epochs are those runs' (a setting without a schedule: its longer
-    runs, shortest first). Each reference seed is read from its shortest run that reaches the
-    changed side's seconds, the screen first: a longer run finishing later must not move a gain
-    that shorter runs already measured."""
-    out = []
-    for lever in levers:
-        a, b = runs.get(lever.changed, []), runs.get(lever.reference, [])
-        step_a, step_b = steps.get(lever.changed), steps.get(lever.reference)
-        if not a or not b or step_a is None or step_b is None:
-            continue
-        by_seed: Dict[str, List[List[dict]]] = {}  # seed -> its curves, the screen first
-        for r in b + [r for r in (longer or {}).get(lever.reference, []) if r not in b]:
-            by_seed.setdefault(seed_of(r), []).append(curve_of(curves, r))
-        gains, finals_a, finals_b = [], [], []
-        for run in a:
-            curve = curve_of(curves, run)
-            seconds = int(curve[-1]["step"]) * step_a.seconds
-            finals_a.append(float(curve[-1]["knn_backbone"]))
-            for refs in by_seed.values():
-                knn_ref = next(
-                    (k for k in (knn_interpolated(ref, seconds, step_b.seconds) for ref in refs) if k is not None), None
-                )
-                if knn_ref is not None:
-                    gains.append(finals_a[-1] - knn_ref)
-                else:  # the reference ended sooner: both at its longest run's last epoch's seconds
-                    ref = max(refs, key=lambda c: int(c[-1]["step"]))
-                    ref_end = int(ref[-1]["step"]) * step_b.seconds
-                    gains.append(knn_interpolated(curve, ref_end, step_a.seconds) - float(ref[-1]["knn_backbone"]))
-        for run in b:
-            finals_b.append(float(curve_of(curves, run)[-1]["knn_backbone"]))
-        out.append(
-            {
-                "lever": lever.name,
-                "changed": lever.changed,
-                "reference": lever.reference,
-                "what": lever.what,
-                "seeds_changed": len(a),
-                "seeds_reference": len(b),
-                "knn_changed": round(statistics.mean(finals_a), 2),
-                "knn_reference": round(statistics.mean(finals_b), 2),
-                "step_ratio": round(step_a.seconds / step_b.seconds, 3),
-                "seconds_changed": round(int(curve_of(curves, a[0])[-1]["step"]) * step_a.seconds, 1),
-                "gain_points_equal_seconds": round(statistics.mean(gains), 2) if gains else "",
-                "spread_changed": round(max(finals_a) - min(finals_a), 2) if len(a) > 1 else "",
-                "timed_on": step_a.machine,
-                "basis": step_a.basis if step_a.basis == step_b.basis else f"{step_a.basis}; {step_b.basis}",
-            }
-        )
-    return out
-
-
-def untimed_rows(
-    levers: Sequence[Lever], runs: Dict[str, List[str]], curves: Sequence[dict], timed: Sequence[str]
-) -> List[dict]:
-    """The levers both of whose sides have finished but whose steps are not timed on any machine
-    (``timed``: the settings with a step time): each side's mean final kNN and the difference
-    at equal epochs, which is equal seconds only where the two steps cost the same."""
-    out = []
-    for lever in levers:
-        a, b = runs.get(lever.changed, []), runs.get(lever.reference, [])
-        if not a or not b or (lever.changed in timed and lever.reference in timed):
-            continue
-        knn_a = statistics.mean(float(curve_of(curves, r)[-1]["knn_backbone"]) for r in a)
-        knn_b = statistics.mean(float(curve_of(curves, r)[-1]["knn_backbone"]) for r in b)
-        untimed = [s for s in (lever.changed, lever.reference) if s not in timed]
-        out.append(
-            {
-                "lever": lever.name,
-                "what": lever.what,
-                "changed": lever.changed,
-                "reference": lever.reference,
-                "seeds": f"{len(a)} / {len(b)}",
-                "knn_changed": round(knn_a, 2),
-                "knn_reference": round(knn_b, 2),
-                "gain_points_equal_epochs": round(knn_a - knn_b, 2),
-                "step_not_timed": ", ".join(untimed),
-            }
-        )
-    return out
 
 
 def untimed_table(rows: Sequence[dict]) -> List[str]:

@@ -9,11 +9,17 @@ One module per concern, imports pointing down this list:
 - :mod:`claims.clocks`: what a run's time is: pauses, the harness's active clock, ``--until``,
   the machine and commit a row names, step times measured side by side, estimates of a run's
   minutes;
-- :mod:`claims.report`: what the CSVs say: verdicts, tables and plots (rows in, text out);
+- :mod:`claims.verdicts`: what the CSV rows say, setting by setting: the verdicts (rows in,
+  words out);
+- :mod:`claims.plots`: the report's plots;
+- :mod:`claims.report`: summary.md and the README's claims table from the CSVs;
 - :mod:`claims.runner`: running the grid: the child process, resume, going on from a shorter
-  run, carrying a stopped run to another machine, the budget;
+  run or from another run's checkpoint, carrying a stopped run to another machine (the newest
+  complete checkpoint, copied into ``carry/``), the budget;
 - :mod:`claims.cli`: what the harnesses' command lines share: the budget, ``--until``, pauses,
   the data, the child's option, and running a plan within the budget;
 - :mod:`claims.epoch_eval`: the child's per-epoch kNN and clocks, a Lightning callback (only the
   child imports it, and with it torch and Lightning).
+- :mod:`claims.keep`: the child's copies of its checkpoint at chosen epochs, a Lightning callback
+  (a speedrun tail run goes on from its twin's: :func:`claims.runner.go_on_from`).
 """

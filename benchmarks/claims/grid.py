@@ -49,6 +49,11 @@ class Scale:
         """Where a stopped run's checkpoint waits, committed, for another machine."""
         return self.out / "carry" / name
 
+    def kept_folder(self, name: str) -> Path:
+        """Where the checkpoints a run keeps for another wait (``claims/keep.py``: a speedrun tail
+        run's twin's; ignored by git)."""
+        return self.out / "kept" / name
+
 
 SCALES = {
     "cpu": Scale("cpu", 16, "cpu", "auto", RESULTS_ROOT / "cpu_claims", "width-16 ResNet-18, CPU"),

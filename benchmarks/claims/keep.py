@@ -1,7 +1,8 @@
 """Keeping a run's checkpoint at chosen epochs. The checkpointer keeps only its newest file, but
 a run can be another's first epochs up to a point (a tail run is its constant twin until the
 tail starts: ``speedrun.py --from-twin``); the twin's checkpoint at that epoch is copied aside
-as it passes. Only the child imports this module (torch)."""
+as it passes. Only the child imports this module (torch), and a run going on from another's
+checkpoint (``claims.runner.go_on_from``: :func:`checkpoint_step`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """Running the grid: each run a child process (``run_child``) training through the plugin's own
 flow with the per-epoch evaluation; the parent (``run_grid``) starts the next unfinished runs
-within the budget, resumes a stopped one, lets a run go on from a finished shorter one, and
-carries a stopped run's checkpoint to another machine. ``benchmarks/cpu_claims.py``'s docstring
-says how these fit together."""
+within the budget, resumes a stopped one, lets a run go on from a finished shorter one or from
+another run's checkpoint (``go_on_from``: a speedrun tail run from its twin's), and carries a
+stopped run's checkpoint to another machine. Both harnesses carry and find the newest complete
+checkpoint here alone (``carry_copy``, ``newest_checkpoint``). ``benchmarks/cpu_claims.py``'s
+docstring says how these fit together."""
 
 from __future__ import annotations
 
@@ -93,31 +95,47 @@ def checkpoint_mib(scale: Scale, point: Point) -> float:
     return (4 * (1 + states) * trainable + buffers) / 2**20 + 0.5
 
 
+def newest_checkpoint(folder: Path) -> Optional[Path]:
+    """The newest complete checkpoint anywhere under ``folder`` (a run folder's
+    ``<method>/<id>/``, a carry folder, a run's kept copies), or None: a truncated one, as a kill
+    in the middle of a save leaves it, is never carried nor gone on from."""
+    complete = [c for c in folder.rglob("*.ckpt") if is_complete_checkpoint(c)]
+    return max(complete, key=lambda c: c.stat().st_mtime, default=None)
+
+
+def carry_copy(scale: Scale, name: str, checkpoint: Path, inside: Path, small: Sequence[Path]) -> Path:
+    """Makes ``carry/<name>/`` anew with ``checkpoint`` and the ``small`` files (args.json, ...)
+    in its folder ``inside`` (a run folder's layout, ``<method>/<id>``), where the run's next
+    launch on any machine finds it (:func:`carry_in`). Returns the checkpoint's copy."""
+    target = scale.carry_folder(name)
+    shutil.rmtree(target, ignore_errors=True)
+    folder = target / inside
+    folder.mkdir(parents=True)
+    for f in (checkpoint, *small):
+        shutil.copy2(f, folder / f.name)
+    return folder / checkpoint.name
+
+
 def carry_out(scale: Scale, name: str) -> Optional[Path]:
     """After a stop: copies the run's newest complete checkpoint, with its folder's small files
     (args.json, run.json, metrics.csv), into ``carry/<run>/`` for the commit, if it is at most
     ``CARRY_MAX_MB``; marks the run's curve rows so far with this machine. Returns the copy."""
     folder = scale.run_folder(name)
-    ckpts = [c for c in folder.rglob("*.ckpt") if is_complete_checkpoint(c)]
-    if not ckpts:
+    newest = newest_checkpoint(folder)
+    if newest is None:
         return None
     here = cpu_description(scale.accelerator)
     marked = [{**r, "cpu": r.get("cpu") or here} if r["run"] == name else r for r in read_csv(scale.curves)]
     write_csv(scale.curves, marked)
-    newest = max(ckpts, key=lambda c: c.stat().st_mtime)
     size = newest.stat().st_size / 2**20
     if size > CARRY_MAX_MB:
         print(f"cpu_claims: {name}: its checkpoint ({size:.0f} MiB) is too large to carry: it starts over elsewhere")
         return None
-    target = scale.carry_folder(name)
-    shutil.rmtree(target, ignore_errors=True)
-    inside = target / newest.parent.relative_to(folder)
-    inside.mkdir(parents=True)
-    for f in newest.parent.iterdir():
-        if f == newest or (f.is_file() and f.suffix in (".json", ".csv")):
-            shutil.copy2(f, inside / f.name)
-    print(f"cpu_claims: {name}: its checkpoint ({size:.1f} MiB) is in {target}: commit it to go on elsewhere")
-    return inside / newest.name
+    small = [f for f in newest.parent.iterdir() if f != newest and f.is_file() and f.suffix in (".json", ".csv")]
+    copy = carry_copy(scale, name, newest, newest.parent.relative_to(folder), small)
+    where = scale.carry_folder(name)
+    print(f"cpu_claims: {name}: its checkpoint ({size:.1f} MiB) is in {where}: commit it to go on elsewhere")
+    return copy
 
 
 def carry_in(scale: Scale, name: str) -> bool:
@@ -129,6 +147,38 @@ def carry_in(scale: Scale, name: str) -> bool:
         return False
     copy_run_folder(source, scale.run_folder(name))
     return True
+
+
+def go_on_from(scale: Scale, point: Point, seed: int, source: str, checkpoint: Path, latest: int) -> Path:
+    """Starts ``point``'s run from another run's ``checkpoint``: ``source``'s, taken at an epoch's
+    end no later than epoch ``latest``, up to which the two are one training (a speedrun tail run
+    and its constant twin: ``speedrun.py --from-twin``). The checkpoint, with ``source``'s
+    args.json, is carried (:func:`carry_copy`; the next launch resumes it, accepting the changes),
+    and ``source``'s curve rows up to that epoch go into curves.csv under the run's name, their
+    ``source`` column naming it. Returns the carried copy."""
+    from .keep import checkpoint_step  # local: torch, only when a run goes on from another's checkpoint
+
+    name = point.name(seed)
+    curve = sorted((r for r in read_csv(scale.curves) if r["run"] == source), key=lambda r: int(r["epoch"]))
+    if not checkpoint.is_file():
+        raise SystemExit(f"{checkpoint}: not a file (give {source}'s checkpoint at an epoch's end)")
+    step = checkpoint_step(checkpoint)
+    at = next((r for r in curve if int(r["step"]) == step), None)
+    if at is None or int(at["epoch"]) > latest:
+        where = f"epoch {at['epoch']}" if at else f"step {step}, no epoch's end of {source} in curves.csv"
+        raise SystemExit(f"{checkpoint}: at {where}; {name} goes on from {source} at an epoch's end up to {latest}")
+    epoch = int(at["epoch"])
+    args = checkpoint.with_name(ARGS)
+    if not args.is_file():  # a copy kept aside: the source's run folder has it
+        args = next(scale.run_folder(source).rglob(ARGS), args)
+    if not args.is_file():
+        raise SystemExit(f"{source}: no {ARGS} beside {checkpoint} or in {scale.run_folder(source)}")
+    copy = carry_copy(scale, name, checkpoint, Path(point.method) / args.parent.name, [args])
+    rows = [r for r in read_csv(scale.curves) if r["run"] != name]
+    copied = [{**r, "run": name, "source": source} for r in curve if int(r["epoch"]) <= epoch]
+    write_csv(scale.curves, rows + copied)
+    print(f"cpu_claims: {name} goes on from {source} after epoch {epoch} ({copy})")
+    return copy
 
 
 def resume_overrides(scale: Scale, point: Point, seed: int) -> List[str]:

@@ -20,37 +20,32 @@ with flags of their own, such as solo-learn's ``main_umap.py``).
 A command starting with ``<script>.py`` runs as ``python <repo>/<script>.py``.
 
 Standard library only at top level, Python 3.9+: it must run before anything is installed.
+This file is the command line and the runs' loop; its parts are the modules beside it, the same
+kind: ``runner_call`` (the call's clock, its lines, state files), ``kit_install`` (parts and
+items), ``runs_file`` (the runs file) and ``results_archive`` (the archive).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
-import importlib.util
 import json
 import os
 import platform
 import random
-import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import time
-import zipfile
 from pathlib import Path
 from typing import Optional
 
-REPO = Path(__file__).resolve().parents[2]
-MIB = 1 << 20
-ARCHIVE_LIMIT = 15 * MIB  # uncompressed; the device brings back files of at most 16 MiB
-LOG_KEEP = (256 * 1024, 1536 * 1024)  # head and tail bytes kept of a long log in the archive
-SMALL_FILE = 4 * MIB
-SKIP_SUFFIXES = (".ckpt", ".ckpt.part", ".pt", ".pth", ".npy", ".npz", ".whl")
-SKIP_DIRS = {"wandb", "__pycache__", "multirun"}
+from kit_install import prepare
+from results_archive import write_archive
+from runner_call import CLOCK, REPO, load_json, save_json, say, utc
+from runs_file import argv_of, fill, fill_runs, merge, parse_runs, select_runs
 
 # Dry run: the keys that make a CIFAR recipe take seconds on a CPU (tests/conftest.py tiny_overrides).
 TINY = [
@@ -81,298 +76,6 @@ tiny-mabt: main_pretrain.py --config-name mabt_cifar.yaml knn_eval.enabled=true
 
 class Budget(Exception):
     """Raised by the SIGTERM handler: the device tool is ending this call; save state and archive."""
-
-
-class Clock:
-    """Seconds since the runner started, against ``--budget-s``."""
-
-    def __init__(self, budget_s: float) -> None:
-        self.restart(budget_s)
-
-    def restart(self, budget_s: float) -> None:
-        """Counts from now against ``budget_s`` (``main``: the call's budget starts with it)."""
-        self.start = time.monotonic()
-        self.budget_s = budget_s
-        self.wall_start = time.time()
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
-
-    def left(self) -> float:
-        return self.budget_s - self.elapsed()
-
-
-#: the call's clock, which ``say`` prefixes every line with; ``main`` restarts it at the budget
-CLOCK = Clock(0.0)
-
-
-def say(message: str) -> None:
-    print(f"[runner {CLOCK.elapsed():6.1f}s] {message}", flush=True)
-
-
-def utc(seconds: float) -> str:
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def load_json(path: Path, default: dict) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return default
-
-
-def save_json(path: Path, data: dict) -> None:
-    """Write-then-rename: a kill in the middle leaves the old file, never half of one."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(MIB), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-# ---------------------------------------------------------------- kit: parts and items
-
-
-def receive_parts(manifest: dict, kit: Path, parts_dir: Path) -> dict:
-    """Moves the verified parts of ``kit`` into ``parts_dir`` (kept between calls); says which are missing or bad."""
-    parts_dir.mkdir(parents=True, exist_ok=True)
-    have, missing, bad = [], [], []
-    for part in manifest["parts"]:
-        name, kept, arrived = part["name"], parts_dir / part["name"], kit / part["name"]
-        if kept.is_file() and kept.stat().st_size == part["bytes"] and sha256_file(kept) == part["sha256"]:
-            have.append(name)
-        elif arrived.is_file():
-            got = sha256_file(arrived)
-            if got != part["sha256"]:
-                bad.append(f"{name}: sha256 {got[:16]} != manifest {part['sha256'][:16]} (re-carry it)")
-                continue
-            shutil.copyfile(arrived, kept.with_suffix(".tmp"))
-            os.replace(kept.with_suffix(".tmp"), kept)
-            have.append(name)
-        else:
-            missing.append(name)
-    return {"have": have, "missing": missing, "bad": bad}
-
-
-def describe_missing(manifest: dict, names: list) -> list:
-    """One line per part still to carry: its size and the items waiting for it."""
-    lines = []
-    for part in manifest["parts"]:
-        if part["name"] in names:
-            holds = [i["name"] for i in manifest["items"] if part["name"] in i["parts"]]
-            lines.append(f"{part['name']} ({part['bytes'] / MIB:.1f} MiB, holds {', '.join(holds)})")
-    return lines
-
-
-def assemble(manifest: dict, item: dict, parts_dir: Path, dest: Path) -> Path:
-    """Cuts ``item``'s byte range out of the kept parts into ``dest`` and checks its sha256."""
-    digest = hashlib.sha256()
-    start, end = item["offset"], item["offset"] + item["bytes"]
-    with open(dest, "wb") as out:
-        for part in manifest["parts"]:
-            lo, hi = max(start, part["offset"]), min(end, part["offset"] + part["bytes"])
-            if lo >= hi:
-                continue
-            with open(parts_dir / part["name"], "rb") as f:
-                f.seek(lo - part["offset"])
-                left = hi - lo
-                while left:
-                    block = f.read(min(MIB, left))
-                    if not block:
-                        raise ValueError(f"{part['name']} is shorter than the manifest says")
-                    digest.update(block)
-                    out.write(block)
-                    left -= len(block)
-    if digest.hexdigest() != item["sha256"]:
-        raise ValueError(f"{item['name']}: sha256 {digest.hexdigest()[:16]} != manifest {item['sha256'][:16]}")
-    return dest
-
-
-def whole_sha256(manifest: dict, parts_dir: Path) -> str:
-    digest = hashlib.sha256()
-    for part in manifest["parts"]:
-        with open(parts_dir / part["name"], "rb") as f:
-            for block in iter(lambda: f.read(MIB), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def extract(archive: Path, dest: Path) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive) as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, filter="data")
-        else:  # Python < 3.9.17: the kit is our own archive
-            tar.extractall(dest)
-
-
-def pip_install(args: list, log: Path, env: Optional[dict] = None) -> bool:
-    """``python -m pip install`` (offline), its output appended to ``log``; False when pip failed or is absent."""
-    if importlib.util.find_spec("pip") is None:
-        return False
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--no-index",
-        "--no-deps",
-        "--upgrade",
-        "--disable-pip-version-check",
-        "--no-warn-script-location",
-    ] + args
-    with open(log, "a") as f:
-        f.write("$ " + shlex.join(cmd) + "\n")
-        f.flush()
-        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode == 0
-
-
-def unzip_wheel(wheel: Path, target: Path) -> None:
-    """Fallback without pip: a wheel is a zip of the package and its dist-info (no scripts needed here)."""
-    with zipfile.ZipFile(wheel) as z:
-        z.extractall(target, [n for n in z.namelist() if ".data/" not in n.split("/", 1)[0] + "/"])
-
-
-def importable(module: str) -> bool:
-    """Whether the target can import ``module`` (``nvidia.dali`` too, when there is no ``nvidia`` at all)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def install_wheels(archive: Path, item: dict, prefix: Path, log: Path) -> str:
-    """pip-installs the kit's wheels into <prefix>/site (runs) and <prefix>/build (solo-learn's build only)."""
-    wheel_dir = prefix / item["kind"]
-    shutil.rmtree(wheel_dir, ignore_errors=True)
-    extract(archive, wheel_dir)
-    chosen: dict[str, list] = {"site": [], "build": []}
-    notes = []
-    for wheel in item["wheels"]:
-        if wheel["policy"] == "if_missing" and importable(wheel["module"]):
-            notes.append(f"{wheel['module']}: the target has it")
-            continue
-        chosen[wheel["role"]].append(wheel_dir / wheel["file"])
-    for role, wheels in chosen.items():
-        if not wheels:
-            continue
-        target = prefix / role
-        target.mkdir(parents=True, exist_ok=True)
-        if not pip_install(["--target", str(target)] + [str(w) for w in wheels], log):
-            for wheel in wheels:
-                unzip_wheel(wheel, target)
-            notes.append(f"{role}: pip failed or absent, unzipped instead")
-        notes.append(f"{role}: " + " ".join(w.name.split("-")[0] + "-" + w.name.split("-")[1] for w in wheels))
-    shutil.rmtree(wheel_dir, ignore_errors=True)
-    return "; ".join(notes)
-
-
-def pip_install_solo(archive: Path, prefix: Path, log: Path) -> str:
-    """pip-installs solo-learn's source (no build isolation: offline); copies its package if pip cannot."""
-    src = prefix / "src"
-    shutil.rmtree(src, ignore_errors=True)
-    extract(archive, src)
-    site = prefix / "site"
-    site.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    build = prefix / "build"
-    if build.is_dir():  # the kit's setuptools<70 and wheel, for solo-learn's setup.py
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(build), env.get("PYTHONPATH")]))
-    if pip_install(["--no-build-isolation", "--target", str(site), str(src / "solo-learn")], log, env):
-        return "pip install --no-build-isolation"
-    shutil.rmtree(site / "solo", ignore_errors=True)
-    shutil.copytree(src / "solo-learn" / "solo", site / "solo")
-    return "pip failed (see install log): copied the solo package into site"
-
-
-def install_data(archive: Path, item: dict, prefix: Path) -> str:
-    root = prefix / "data" / item.get("root", "data")
-    shutil.rmtree(root, ignore_errors=True)
-    extract(archive, prefix / "data")
-    return f"{sum(1 for p in root.rglob('*') if p.is_file())} files under {root}"
-
-
-def install(manifest: dict, prefix: Path, parts: dict, report: dict) -> None:
-    """Installs every item whose parts are all kept and whose sha256 the stamp does not list yet."""
-    stamp_path = prefix / "stamp.json"
-    stamp = load_json(stamp_path, {"items": {}})
-    log = prefix / "logs" / "install.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    for item in manifest["items"]:
-        done = stamp["items"].get(item["kind"], {})
-        step = {"item": item["name"]}
-        if done.get("sha256") == item["sha256"]:
-            step.update(status="done before", seconds=0.0)
-        elif set(item["parts"]) - set(parts["have"]):
-            step.update(status="waiting for " + ", ".join(sorted(set(item["parts"]) - set(parts["have"]))))
-        else:
-            t0 = time.monotonic()
-            archive = prefix / ("assembling-" + item["name"])
-            try:
-                assemble(manifest, item, prefix / "parts", archive)
-                if item["kind"].startswith("wheels"):  # wheels, wheels-dali
-                    note = install_wheels(archive, item, prefix, log)
-                elif item["kind"] == "solo":
-                    note = pip_install_solo(archive, prefix, log)
-                else:
-                    note = install_data(archive, item, prefix)
-            except (OSError, ValueError, tarfile.TarError, zipfile.BadZipFile) as error:
-                step.update(status=f"failed: {error}", seconds=round(time.monotonic() - t0, 1))
-                say(f"install {item['name']}: {step['status']}")
-                report["install"].append(step)
-                continue
-            finally:
-                archive.unlink(missing_ok=True)
-            step.update(status="installed", note=note, seconds=round(time.monotonic() - t0, 1))
-            stamp["items"][item["kind"]] = {
-                "sha256": item["sha256"],
-                "name": item["name"],
-                "root": item.get("root"),
-                "seconds": step["seconds"],
-                "note": note,
-                "at": utc(time.time()),
-            }
-            save_json(stamp_path, stamp)
-        say(f"install {item['name']}: {step['status']}" + (f" in {step['seconds']} s" if "seconds" in step else ""))
-        report["install"].append(step)
-
-
-def prepare(kit: Path, prefix: Path, report: dict) -> Optional[dict]:
-    """Receives parts and installs; returns the manifest (the kit's, else the one kept from an earlier call)."""
-    t0 = time.monotonic()
-    kept = prefix / "manifest.json"
-    manifest = load_json(kit / "manifest.json", {}) or load_json(kept, {})
-    if not manifest:
-        say(f"no manifest.json in {kit} nor {prefix}: nothing to install")
-        return None
-    if (kit / "manifest.json").is_file():
-        shutil.copyfile(kit / "manifest.json", kept)
-    parts = receive_parts(manifest, kit, prefix / "parts")
-    report["kit"] = {
-        "sha256": manifest["sha256"],
-        "parts_have": parts["have"],
-        "parts_bad": parts["bad"],
-        "parts_missing": describe_missing(manifest, parts["missing"]),
-    }
-    say(f"parts: {len(parts['have'])}/{len(manifest['parts'])} kept in {time.monotonic() - t0:.1f} s")
-    for line in parts["bad"]:
-        say("BAD " + line)
-    for line in report["kit"]["parts_missing"]:
-        say(f"missing {line}: carry it with a later call (manifest.json lists every part)")
-    if not parts["missing"] and not parts["bad"]:
-        whole = whole_sha256(manifest, prefix / "parts")
-        report["kit"]["whole_sha256_ok"] = whole == manifest["sha256"]
-        if whole != manifest["sha256"]:
-            say(f"BAD whole kit: sha256 {whole[:16]} != manifest {manifest['sha256'][:16]}")
-    install(manifest, prefix, parts, report)
-    report["install_seconds"] = round(time.monotonic() - t0, 1)
-    return manifest
 
 
 # ---------------------------------------------------------------- runs
@@ -433,97 +136,6 @@ def check_env(prefix: Path) -> dict:
         result = {"failed": True, "error": "import check took over 300 s"}
     result["seconds"] = round(time.monotonic() - t0, 1)
     return result
-
-
-def parse_runs(text: str) -> list:
-    """``name: command`` lines -> [(name, tokens)], with the ``all:`` overrides merged into each later run."""
-    runs, common = [], []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, sep, command = line.partition(":")
-        if not sep or not re.fullmatch(r"[A-Za-z0-9_.-]+", name.strip()):
-            raise SystemExit(f"runs line {number}: expected 'name: command', got {raw!r}")
-        name = name.strip()
-        if name == "all":
-            common = merge(common, shlex.split(command)) if command.strip() else []
-        else:
-            runs.append((name, merge(shlex.split(command), common, keep_existing=True)))
-    names = [n for n, _ in runs]
-    if len(set(names)) != len(names):
-        raise SystemExit(f"runs: a name is used twice: {names}")
-    return runs
-
-
-def select_runs(runs: list, skip: list, only: Optional[list] = None) -> list:
-    """``runs`` without the ``skip`` ones, or only the ``only`` ones (in the file's order): a lease
-    too short for a list, a target without DALI, the lines an earlier lease left. Unknown names
-    fail: a typo must not run the whole list."""
-    names = {name for name, _ in runs}
-    unknown = sorted((set(skip) | set(only or [])) - names)
-    if unknown:
-        raise SystemExit(f"--skip/--only: no run named {unknown} in the runs file (it has {sorted(names)})")
-    if skip:
-        say(f"skipped by --skip: {', '.join(skip)}")
-    if only:
-        say(f"only these, by --only: {', '.join(only)}")
-    return [(name, tokens) for name, tokens in runs if name not in skip and (not only or name in only)]
-
-
-def override_key(token: str) -> Optional[str]:
-    """``+backbone.kwargs.width=4`` -> ``backbone.kwargs.width``; None for flags and positional words."""
-    if token.startswith("-") or "=" not in token:
-        return None
-    return token.split("=", 1)[0].lstrip("+~")
-
-
-def merge(tokens: list, extra: list, keep_existing: bool = False) -> list:
-    """Hydra overrides ``extra`` merged into ``tokens`` key by key (replaced, or kept with ``keep_existing``)."""
-    out = list(tokens)
-    for token in extra:
-        key = override_key(token)
-        at = [i for i, t in enumerate(out) if key is not None and override_key(t) == key]
-        if not at:
-            out.append(token)
-        elif not keep_existing:
-            out[at[0]] = token
-    return out
-
-
-def argv_of(tokens: list) -> list:
-    if tokens and tokens[0].endswith(".py"):
-        return [sys.executable, str(REPO / tokens[0])] + tokens[1:]
-    if tokens and tokens[0] in ("python", "python3"):
-        return [sys.executable] + tokens[1:]
-    return tokens
-
-
-def fill(tokens: list, **values: str) -> list:
-    return [re.sub(r"\{(data|out|prefix|repo)\}", lambda m: values[m.group(1)], t) for t in tokens]
-
-
-RUN_PLACEHOLDER = re.compile(r"\{run:([A-Za-z0-9_.-]+)\}")
-
-
-def run_folder(trained: Path, name: str) -> Optional[Path]:
-    """The newest run folder (args.json beside a checkpoint) that the line ``name`` wrote under ``trained``."""
-    folders = [p.parent for p in (trained / name).rglob("args.json") if any(p.parent.glob("*.ckpt"))]
-    return max(folders, key=lambda p: p.stat().st_mtime) if folders else None
-
-
-def fill_runs(tokens: list, trained: Path) -> tuple:
-    """``{run:NAME}`` placeholders filled with :func:`run_folder`; (tokens, the names not trained yet)."""
-    waiting = []
-
-    def folder(match: re.Match) -> str:
-        found = run_folder(trained, match.group(1))
-        if found is None:
-            waiting.append(match.group(1))
-            return match.group(0)
-        return str(found)
-
-    return [RUN_PLACEHOLDER.sub(folder, t) for t in tokens], waiting
 
 
 def dry_overrides(tokens: list, dry_run: bool) -> list:
@@ -657,7 +269,7 @@ def run_all(runs: list, prefix: Path, data: Optional[str], args: argparse.Namesp
     }
 
 
-# ---------------------------------------------------------------- results
+# ---------------------------------------------------------------- the commit the results come from
 
 
 def git_commit() -> str:
@@ -665,78 +277,6 @@ def git_commit() -> str:
     import pack
 
     return pack.repo_commit(REPO)
-
-
-def small_files(root: Path) -> list:
-    """A run folder's results (args.json, metrics.csv, run.json, knn.csv, ...): no weights, no wandb copies."""
-    found = []
-    for path in sorted(root.rglob("*")):
-        if not path.is_file() or SKIP_DIRS & set(path.relative_to(root).parts):
-            continue
-        if path.name.endswith(SKIP_SUFFIXES) or path.stat().st_size > SMALL_FILE:
-            continue
-        found.append(path)
-    return found
-
-
-def log_bytes(path: Path) -> bytes:
-    """A log as it goes into the archive: its head and tail when it is long."""
-    size = path.stat().st_size
-    head, tail = LOG_KEEP
-    with open(path, "rb") as f:
-        if size <= head + tail:
-            return f.read()
-        start = f.read(head)
-        f.seek(size - tail)
-        return start + f"\n[... {size - head - tail} bytes cut by the runner ...]\n".encode() + f.read()
-
-
-def write_archive(out: Path, prefix: Path, report: dict) -> Path:
-    """One ``results-<time>.tar.gz`` under 16 MiB: runner.json, state, results files, then logs newest first."""
-    import io
-
-    out.mkdir(parents=True, exist_ok=True)
-    now = time.time()  # to the millisecond, so that names sort as calls were made
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + f"-{int(now * 1000) % 1000:03d}"
-    if (out / f"results-{stamp}.tar.gz").exists():  # never replace an earlier call's archive
-        stamp += "-" + str(next(n for n in range(2, 10**6) if not (out / f"results-{stamp}-{n}.tar.gz").exists()))
-    entries: list = []  # (name in archive, bytes or path)
-    state = prefix / "state.json"
-    if state.is_file():
-        entries.append(("state.json", state))
-    runs_root = prefix / "trained_models"
-    if runs_root.is_dir():
-        entries += [(f"runs/{p.relative_to(runs_root).as_posix()}", p) for p in small_files(runs_root)]
-    logs = (
-        sorted((prefix / "logs").rglob("*.log"), key=lambda p: p.stat().st_mtime, reverse=True)
-        if (prefix / "logs").is_dir()
-        else []
-    )
-    entries += [(f"logs/{p.relative_to(prefix / 'logs').as_posix()}", p) for p in logs]
-    chosen, total, left_out = [], 0, []
-    for name, source in entries:
-        data = log_bytes(source) if name.startswith("logs/") else source.read_bytes()
-        if total + len(data) > ARCHIVE_LIMIT:
-            left_out.append(name)
-            continue
-        chosen.append((name, data))
-        total += len(data)
-    report["archive"] = {"files": len(chosen) + 1, "bytes_uncompressed": total, "left_out": left_out}
-    report["end"] = utc(time.time())
-    report["seconds"] = round(CLOCK.elapsed(), 1)
-    chosen.insert(0, ("runner.json", json.dumps(report, indent=1).encode()))
-    path = out / f"results-{stamp}.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in chosen:
-            info = tarfile.TarInfo(f"results-{stamp}/{name}")
-            info.size, info.mtime = len(data), int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    say(
-        f"results: {path} ({path.stat().st_size / MIB:.2f} MiB, {len(chosen)} files"
-        + (f", {len(left_out)} left out" if left_out else "")
-        + ")"
-    )
-    return path
 
 
 # ---------------------------------------------------------------- dry run

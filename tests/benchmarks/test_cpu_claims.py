@@ -13,7 +13,7 @@ from pathlib import Path
 
 import cpu_claims
 import pytest
-from claims import clocks, epoch_eval, runner
+from claims import clocks, epoch_eval, plots, runner, verdicts
 from claims import grid as claims_grid
 from claims import report as claims_report
 from claims.epoch_eval import EpochEval
@@ -460,7 +460,7 @@ def grid_of(*settings):
         r, c = rows(*setting)
         results += r
         curves += c
-    return claims_report.Grid(results, curves)
+    return verdicts.Grid(results, curves)
 
 
 @pytest.mark.parametrize(
@@ -474,7 +474,7 @@ def grid_of(*settings):
 )
 def test_a_verdict_needs_two_seeds_on_each_side_and_a_gap_beyond_their_spread(rule, fixed, expected):
     grid = grid_of(("mabt", 2, 64, "rule", 1.0, 20, rule), ("mabt", 2, 64, "fixed", 1.0, 20, fixed))
-    text = claims_report.verdict(grid, ("mabt", 2, 64, "rule", 1.0, 20), ("mabt", 2, 64, "fixed", 1.0, 20), "d")
+    text = verdicts.verdict(grid, ("mabt", 2, 64, "rule", 1.0, 20), ("mabt", 2, 64, "fixed", 1.0, 20), "d")
     assert text.startswith(expected), text
 
 
@@ -680,12 +680,12 @@ def test_the_width_is_compared_at_equal_training_seconds():
 
 def test_an_unfinished_seed_shows_where_it_stands():
     results, curves = rows("mabt", 2, 2048, "fixed", 1.0, 20, (50.0, 52.0))
-    grid = claims_report.Grid(results[:1], curves)  # seed 2 still running (all its epochs logged)
+    grid = verdicts.Grid(results[:1], curves)  # seed 2 still running (all its epochs logged)
     key = ("mabt", 2, 2048, "fixed", 1.0, 20)
     assert grid.unfinished(key) == [(2, 20, 52.0)]
-    cell = claims_report._cell(*grid.accuracy(key), grid.unfinished(key))
+    cell = verdicts.accuracy_cell(*grid.accuracy(key), grid.unfinished(key))
     assert cell == "50.0 (1 seed); seed 2 unfinished: 52.0 at epoch 20"
-    assert claims_report._cell(None, None, 0) == "not run yet"
+    assert verdicts.accuracy_cell(None, None, 0) == "not run yet"
 
 
 def step_row(method, m, d, s_per_step, width=16):
@@ -751,7 +751,7 @@ def test_a_seed_still_running_below_the_baseline_leaves_the_verdict_to_the_finis
     results, curves = rows(*base, (50.0,))
     r4, c4 = rows(*four, (60.0, 60.0))
     running = [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 5]  # seed 2: 30% at epoch 5
-    grid = claims_report.Grid(results + r4[:1], curves + running)
+    grid = verdicts.Grid(results + r4[:1], curves + running)
     assert grid.pending(four, 50.0) == [(2, 5, 30.0)]
     assert grid.reach(four, 50.0) == 1_800_000
     lines = claims_report.reach_section(grid, base, [base, four], steps)
@@ -761,18 +761,18 @@ def test_a_seed_still_running_below_the_baseline_leaves_the_verdict_to_the_finis
         " (1 seed; the baseline 1; seed 2 unfinished: 30.0% at epoch 5)"
     ) in lines
     # once seed 2 reaches the baseline, unfinished or not, it counts
-    grid = claims_report.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 9])
+    grid = verdicts.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 9])
     assert grid.pending(four, 50.0) == []
-    assert claims_report.views_verdict(grid, base, four, steps).endswith("(2 seeds; the baseline 1)")
+    assert verdicts.views_verdict(grid, base, four, steps).endswith("(2 seeds; the baseline 1)")
     # a finished seed that never reached it is judged short, the running seed named
     r4, c4 = rows(*four, (45.0, 60.0))
-    grid = claims_report.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 5])
-    text = claims_report.views_verdict(grid, base, four, steps)
+    grid = verdicts.Grid(results + r4[:1], curves + [r for r in c4 if r["seed"] == 1 or r["epoch"] <= 5])
+    text = verdicts.views_verdict(grid, base, four, steps)
     assert text.startswith("inconclusive so far: ends at 45.0% (-5.0 against the baseline's 50.0%)"), text
     assert text.endswith("; seed 2 unfinished: 30.0% at epoch 5"), text
     # no seed finished, none at the baseline yet
-    grid = claims_report.Grid(results, curves + [r for r in c4 if r["epoch"] <= 5])
-    assert claims_report.views_verdict(grid, base, four, steps) == "inconclusive: not finished, not at 50.0% yet"
+    grid = verdicts.Grid(results, curves + [r for r in c4 if r["epoch"] <= 5])
+    assert verdicts.views_verdict(grid, base, four, steps) == "inconclusive: not finished, not at 50.0% yet"
 
 
 def test_the_baselines_time_is_its_whole_run_when_a_seed_ends_below_the_seeds_mean():
@@ -816,7 +816,7 @@ def test_a_setting_short_of_the_baseline_fails_the_claim_only_beyond_the_seeds_s
         grid = grid_of((*base, base_knn), (*four, four_knn))
         assert f"- mabt m=4 d=256 rule: {expected}" in claims_report.reach_section(grid, base, [base, four], steps)
     results, curves = rows(*four, (40.0,))
-    running = claims_report.Grid(rows(*base, (50.0,))[0], rows(*base, (50.0,))[1] + curves[:3])
+    running = verdicts.Grid(rows(*base, (50.0,))[0], rows(*base, (50.0,))[1] + curves[:3])
     eight = ("mabt", 8, 256, "rule", 1.0, 5)
     lines = claims_report.reach_section(running, base, [base, four, eight], [])
     assert "- mabt m=4 d=256 rule: inconclusive: not finished, not at 50.0% yet" in lines
@@ -914,14 +914,14 @@ def test_an_estimate_scales_another_settings_run_by_the_measured_step_times():
 def test_an_equal_accuracy_claim_holds_unless_below_beyond_the_spread(fewer_images, expected):
     full, half = ("mabt", 2, 256, "rule", 1.0, 20), ("mabt", 4, 256, "rule", 0.5, 20)
     grid = grid_of((*full, (50.0, 49.0)), (*half, fewer_images))
-    assert claims_report.verdict(grid, half, full, "4 x 50%", matches=True).startswith(expected)
+    assert verdicts.verdict(grid, half, full, "4 x 50%", matches=True).startswith(expected)
 
 
 def test_the_readme_claims_table_is_the_one_the_committed_csvs_make():
     """The README cannot drift from results.csv: `--report` writes the table between markers."""
     from mvssl_plugin.runs import read_csv
 
-    grid = claims_report.Grid(read_csv(CPU.results), read_csv(CPU.curves))
+    grid = verdicts.Grid(read_csv(CPU.results), read_csv(CPU.curves))
     table = claims_report.claims_table(grid, read_csv(CPU.step_times), claims_grid.BASE_EPOCHS)
     readme = (REPO / "README.md").read_text()
     block = claims_report.README_START, claims_report.README_END, table
@@ -1034,9 +1034,9 @@ def test_a_sigint_to_the_group_stops_the_harness_once_the_child_has_checkpointed
 def test_the_seconds_panel_uses_the_measured_step_rates_where_there_are_some():
     key = ("mabt", 4, 256, "rule", 1.0, 10)
     _, curves = rows(*key, (50.0,))
-    seconds, measured = claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 4, 256, 0.256)])
+    seconds, measured = plots.plot_seconds(key, curves[:2], [step_row("mabt", 4, 256, 0.256)])
     assert measured and seconds == pytest.approx([200_000 * 0.0005, 400_000 * 0.0005])  # 0.256 s / (128 x 4)
-    seconds, measured = claims_report.plot_seconds(key, curves[:2], [step_row("mabt", 2, 256, 0.256)])
+    seconds, measured = plots.plot_seconds(key, curves[:2], [step_row("mabt", 2, 256, 0.256)])
     assert not measured and seconds == [float(r["train_seconds"]) for r in curves[:2]]
 
 

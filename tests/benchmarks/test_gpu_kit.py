@@ -17,9 +17,13 @@ from pathlib import Path
 
 import bench_pairs
 import collect
+import kit_install
+import kit_needs
 import pack
 import pytest
-import runner
+import results_archive
+import runner_call
+import runs_file
 from helpers import REPO, make_image_folder
 
 KIT = REPO / "benchmarks" / "gpu"
@@ -75,12 +79,12 @@ def test_split_and_reassemble(tmp_path: Path) -> None:
     assert by_name["data.tar.gz"]["parts"] == [f"part-{i:03d}.bin" for i in range(2, 7)]
 
     kept = tmp_path / "kept"
-    got = runner.receive_parts(manifest, out, kept)
+    got = kit_install.receive_parts(manifest, out, kept)
     assert got["missing"] == [] and got["bad"] == [] and len(got["have"]) == 7
     for item in manifest["items"]:
-        dest = runner.assemble(manifest, item, kept, tmp_path / ("back-" + item["name"]))
+        dest = kit_install.assemble(manifest, item, kept, tmp_path / ("back-" + item["name"]))
         assert dest.read_bytes() == originals[item["name"]]
-    assert runner.whole_sha256(manifest, kept) == manifest["sha256"]
+    assert kit_install.whole_sha256(manifest, kept) == manifest["sha256"]
 
 
 def test_missing_and_corrupt_parts_are_named_and_kept_parts_wait(tmp_path: Path) -> None:
@@ -96,11 +100,11 @@ def test_missing_and_corrupt_parts_are_named_and_kept_parts_wait(tmp_path: Path)
     good3 = (out / "part-003.bin").read_bytes()
     (out / "part-003.bin").write_bytes(b"x" + good3[1:])
     kept = tmp_path / "prefix" / "parts"
-    got = runner.receive_parts(manifest, out, kept)
+    got = kit_install.receive_parts(manifest, out, kept)
     assert got["have"] == ["part-000.bin", "part-001.bin", "part-002.bin"]
     assert len(got["bad"]) == 1 and got["bad"][0].startswith("part-003.bin: sha256")
     assert got["missing"] == ["part-004.bin", "part-005.bin", "part-006.bin"]
-    lines = runner.describe_missing(manifest, got["missing"])
+    lines = kit_install.describe_missing(manifest, got["missing"])
     assert lines[0].startswith("part-004.bin (0.0 MiB, holds data.tar.gz")
 
     # the items whose parts are all kept are ready; data waits
@@ -113,25 +117,25 @@ def test_missing_and_corrupt_parts_are_named_and_kept_parts_wait(tmp_path: Path)
     (out / "part-003.bin").write_bytes(good3)
     for name in ("part-004.bin", "part-005.bin", "part-006.bin"):
         (later / name).rename(out / name)
-    got = runner.receive_parts(manifest, out, kept)
+    got = kit_install.receive_parts(manifest, out, kept)
     assert got["missing"] == [] and got["bad"] == [] and len(got["have"]) == 7
 
     # a kept part damaged on disk is caught when its item is cut out
     item = manifest["items"][2]
     (kept / "part-005.bin").write_bytes(b"\0" * 1000)
     with pytest.raises(ValueError, match="data.tar.gz: sha256"):
-        runner.assemble(manifest, item, kept, tmp_path / "data.tar.gz")
+        kit_install.assemble(manifest, item, kept, tmp_path / "data.tar.gz")
 
 
 def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_fetch(tmp_path: Path) -> None:
-    have = pack.parse_have("torch==2.11 torchvision lightning==2.6 timm scipy")
-    keep, notes = pack.to_pack(pack.NEEDED, have)
+    have = kit_needs.parse_have("torch==2.11 torchvision lightning==2.6 timm scipy")
+    keep, notes = kit_needs.to_pack(kit_needs.NEEDED, have)
     names = [n.name for n in keep]
     assert "lightning" in names  # the target's 2.6 is not the pinned 2.1.2
     assert "scipy" not in names  # any version does
     assert any(n.startswith("pack lightning==2.1.2: the target has 2.6") for n in notes)
 
-    def fake_fetch(need: pack.Need, dest: Path, python: str, platforms: list) -> Path:
+    def fake_fetch(need: kit_needs.Need, dest: Path, python: str, platforms: list) -> Path:
         wheel = dest / f"{need.name.replace('-', '_')}-{need.version}-py3-none-any.whl"
         wheel.write_bytes(need.requirement.encode())
         return wheel
@@ -142,14 +146,14 @@ def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_fetch(tmp_p
             (data / split / f"c{c}").mkdir(parents=True)
             for i in range(n):
                 (data / split / f"c{c}" / f"{i}.jpg").write_bytes(b"jpeg%d" % i)
-    dali, _ = pack.to_pack(pack.DALI_NEEDED, have)
-    extras = {"dali": dali, "umap": list(pack.UMAP_NEEDED)}
+    dali, _ = kit_needs.to_pack(kit_needs.DALI_NEEDED, have)
+    extras = {"dali": dali, "umap": list(kit_needs.UMAP_NEEDED)}
     manifest = pack.build_kit(tmp_path / "kit", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, extras=extras)
     wheels, data_item, dali_item, umap_item = manifest["items"]  # the extras last: their parts travel after the rest
     assert (dali_item["name"], dali_item["kind"]) == ("dali.tar", "wheels-dali")
     assert (umap_item["name"], umap_item["kind"]) == ("umap.tar", "wheels-umap")
-    assert len(umap_item["wheels"]) == len(pack.UMAP_NEEDED) and min(umap_item["parts"]) >= max(dali_item["parts"])
-    assert sorted(w["requirement"] for w in dali_item["wheels"]) == sorted(n.requirement for n in pack.DALI_NEEDED)
+    assert len(umap_item["wheels"]) == len(kit_needs.UMAP_NEEDED) and min(umap_item["parts"]) >= max(dali_item["parts"])
+    assert sorted(w["requirement"] for w in dali_item["wheels"]) == sorted(n.requirement for n in kit_needs.DALI_NEEDED)
     assert min(dali_item["parts"]) >= max(data_item["parts"])  # the stream: it may share the boundary part
     assert sorted(w["requirement"] for w in wheels["wheels"]) == sorted(n.requirement for n in keep)
     assert data_item["images"] == {"test": 6, "train": 15} and data_item["root"] == "imgs"
@@ -161,21 +165,21 @@ def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_fetch(tmp_p
 
 
 def test_runs_files_parse_and_name_existing_recipes() -> None:
-    runs = runner.parse_runs("all: a=1 +b.c=2 x=0\none: main_pretrain.py --config-name r.yaml x=5 {data}/t\n")
+    runs = runs_file.parse_runs("all: a=1 +b.c=2 x=0\none: main_pretrain.py --config-name r.yaml x=5 {data}/t\n")
     assert runs == [("one", ["main_pretrain.py", "--config-name", "r.yaml", "x=5", "{data}/t", "a=1", "+b.c=2"])]
-    assert runner.merge(["b.c=1", "k=2"], ["+b.c=9"]) == ["+b.c=9", "k=2"]
+    assert runs_file.merge(["b.c=1", "k=2"], ["+b.c=9"]) == ["+b.c=9", "k=2"]
     with pytest.raises(SystemExit):
-        runner.parse_runs("a: x\na: y\n")
-    dropped = runner.parse_runs("all: a=1\none: x\nall:\ntwo: y --flag 3\nall: b=2\nthree: z\n")
+        runs_file.parse_runs("a: x\na: y\n")
+    dropped = runs_file.parse_runs("all: a=1\none: x\nall:\ntwo: y --flag 3\nall: b=2\nthree: z\n")
     assert dropped == [("one", ["x", "a=1"]), ("two", ["y", "--flag", "3"]), ("three", ["z", "b=2"])]
-    three = runner.parse_runs("a: x\nb: y\nc: z\n")
-    assert [n for n, _ in runner.select_runs(three, ["b"])] == ["a", "c"]
-    assert [n for n, _ in runner.select_runs(three, [], ["c", "a"])] == ["a", "c"]  # the file's order
+    three = runs_file.parse_runs("a: x\nb: y\nc: z\n")
+    assert [n for n, _ in runs_file.select_runs(three, ["b"])] == ["a", "c"]
+    assert [n for n, _ in runs_file.select_runs(three, [], ["c", "a"])] == ["a", "c"]  # the file's order
     for skip, only in ((["dali"], None), ([], ["dali"])):
         with pytest.raises(SystemExit, match="no run named"):  # a typo must not run the whole list
-            runner.select_runs(three, skip, only)
+            runs_file.select_runs(three, skip, only)
     for path in sorted((KIT / "runs").glob("*.txt")):
-        parsed = runner.parse_runs(path.read_text())
+        parsed = runs_file.parse_runs(path.read_text())
         assert parsed, path
         for name, tokens in parsed:
             assert (REPO / tokens[0]).is_file(), (path.name, name)  # the runner runs <repo>/<script>.py
@@ -207,13 +211,13 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
 
 def test_a_line_naming_an_earlier_run_gets_its_folder_or_waits(tmp_path: Path) -> None:
     tokens = ["solo_script.py", "main_umap.py", "--pretrained_checkpoint_dir", "{run:memory-m2}"]
-    assert runner.fill_runs(tokens, tmp_path) == (tokens, ["memory-m2"])
+    assert runs_file.fill_runs(tokens, tmp_path) == (tokens, ["memory-m2"])
     run = tmp_path / "memory-m2" / "mabt" / "abc123"
     run.mkdir(parents=True)
     (run / "args.json").write_text("{}")
-    assert runner.fill_runs(tokens, tmp_path)[1] == ["memory-m2"]  # no checkpoint yet: still waits
+    assert runs_file.fill_runs(tokens, tmp_path)[1] == ["memory-m2"]  # no checkpoint yet: still waits
     (run / "last.ckpt").write_bytes(b"")
-    assert runner.fill_runs(tokens, tmp_path) == (tokens[:3] + [str(run)], [])
+    assert runs_file.fill_runs(tokens, tmp_path) == (tokens[:3] + [str(run)], [])
 
 
 @pytest.mark.slow
@@ -452,16 +456,16 @@ def test_bench_pairs_keeps_each_row_when_a_later_pair_is_cut(tmp_path: Path, mon
 
 
 def test_archives_sort_as_the_calls_were_made_and_none_replaces_another(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(runner, "CLOCK", runner.Clock(60.0))
+    monkeypatch.setattr(results_archive, "CLOCK", runner_call.Clock(60.0))
     prefix, out = tmp_path / "prefix", tmp_path / "out"
     prefix.mkdir()
     now = [0.0]
-    monkeypatch.setattr(runner.time, "time", lambda: now[0])
+    monkeypatch.setattr(results_archive.time, "time", lambda: now[0])
     paths = []
     for call, when in enumerate([1795000000.5, 1795000000.9, 1795000000.9], start=1):  # the last two: one ms
         now[0] = when
-        paths.append(runner.write_archive(out, prefix, {"runs": [], "call": call}))
-    stamp = runner.time.strftime("%Y%m%d-%H%M%S", runner.time.gmtime(1795000000))
+        paths.append(results_archive.write_archive(out, prefix, {"runs": [], "call": call}))
+    stamp = results_archive.time.strftime("%Y%m%d-%H%M%S", results_archive.time.gmtime(1795000000))
     assert [p.name for p in paths] == [
         f"results-{stamp}-500.tar.gz",
         f"results-{stamp}-900.tar.gz",

@@ -8,14 +8,17 @@ from pathlib import Path
 
 import pytest
 import speedrun
+import speedrun_clock as clock
 import speedrun_report as report
+import speedrun_rows
+import speedrun_settings as settings
 import torch
 from claims import grid, runner
 from helpers import run_entry
-from speedrun_report import StepTime
+from speedrun_clock import StepTime
 
 CPU = grid.SCALES["cpu"]
-REF = speedrun.REFERENCE  # the levers' reference: the recipe at the lr they were screened at
+REF = settings.REFERENCE  # the levers' reference: the recipe at the lr they were screened at
 
 
 def _curve(run: str, knn: list, steps_per_epoch: int = 390) -> list:
@@ -30,28 +33,28 @@ def test_a_settings_longer_runs_are_its_unscheduled_runs_shortest_first():
     without a schedule (its first epochs are a shorter run's), shortest first, whatever order
     they finished in; a scheduled setting lends none."""
     results = [{"run": r} for r in ("lr2e-3-e74-s1", "lr2e-3-e3-s1", "cos-lr1e-3-e3-s1", "lr2e-3-e18-s1")]
-    assert speedrun.longer_runs(results) == {"lr2e-3": ["lr2e-3-e3-s1", "lr2e-3-e18-s1", "lr2e-3-e74-s1"]}
+    assert report.longer_runs(results) == {"lr2e-3": ["lr2e-3-e3-s1", "lr2e-3-e18-s1", "lr2e-3-e74-s1"]}
 
 
 def test_seconds_to_a_target_and_knn_at_a_budget_use_steps_times_the_step():
     curve = _curve("r", [40.0, 52.0, 56.0, 61.0])
-    assert report.seconds_to(curve, 50, 0.25) == 780 * 0.25
-    assert report.seconds_to(curve, 60, 0.25) == 1560 * 0.25
-    assert report.seconds_to(curve, 65, 0.25) is None
-    assert report.knn_at(curve, 350.0, 0.25) == 56.0  # epoch 3 ends at 292.5 s, epoch 4 at 390 s
-    assert report.knn_at(curve, 390.0, 0.25) == 61.0
-    assert report.knn_at(curve, 480.0, 0.25) == 61.0  # ended less than an epoch sooner: its final encoder
-    assert report.knn_at(curve, 9999.0, 0.25) is None  # ended long before: no figure there
-    assert report.knn_at(curve, 97.0, 0.25) is None  # no epoch had ended
-    assert report.knn_interpolated(curve, 97.5 / 2, 0.25) == pytest.approx(25.0)  # halfway from chance
-    assert report.knn_interpolated(curve, 3 * 97.5 + 97.5 / 2, 0.25) == pytest.approx(58.5)
+    assert speedrun_rows.seconds_to(curve, 50, 0.25) == 780 * 0.25
+    assert speedrun_rows.seconds_to(curve, 60, 0.25) == 1560 * 0.25
+    assert speedrun_rows.seconds_to(curve, 65, 0.25) is None
+    assert speedrun_rows.knn_at(curve, 350.0, 0.25) == 56.0  # epoch 3 ends at 292.5 s, epoch 4 at 390 s
+    assert speedrun_rows.knn_at(curve, 390.0, 0.25) == 61.0
+    assert speedrun_rows.knn_at(curve, 480.0, 0.25) == 61.0  # ended less than an epoch sooner: its final encoder
+    assert speedrun_rows.knn_at(curve, 9999.0, 0.25) is None  # ended long before: no figure there
+    assert speedrun_rows.knn_at(curve, 97.0, 0.25) is None  # no epoch had ended
+    assert speedrun_rows.knn_interpolated(curve, 97.5 / 2, 0.25) == pytest.approx(25.0)  # halfway from chance
+    assert speedrun_rows.knn_interpolated(curve, 3 * 97.5 + 97.5 / 2, 0.25) == pytest.approx(58.5)
 
 
 def test_records_give_minutes_to_each_target_and_knn_at_each_budget():
     curves = _curve("recipe-e18-s1", [40 + e for e in range(18)])
     steps = {"recipe": StepTime(0.25, "bf16 box", "bf16-mixed", "measured")}
     runs = [("recipe-e18-s1", "recipe", "speedrun_cpu.yaml", 1)]
-    (row,) = report.record_rows(runs, curves, steps, {"recipe-e18-s1": {"commit": "abc", "cpu": "x"}})
+    (row,) = speedrun_rows.record_rows(runs, curves, steps, {"recipe-e18-s1": {"commit": "abc", "cpu": "x"}})
     assert row["final_knn"] == 57.0 and row["epochs"] == 18 and row["commit"] == "abc"
     assert row["s_to_50"] == 11 * 390 * 0.25 and row["s_to_55"] == 16 * 390 * 0.25
     assert row["s_to_60"] == "" and row["final_seconds"] == 18 * 390 * 0.25
@@ -59,7 +62,7 @@ def test_records_give_minutes_to_each_target_and_knn_at_each_budget():
     assert row["knn_at_2h"] == ""  # a 30-minute run says nothing of 2 hours
     table = report.records_table([row])
     assert "| recipe | 1 | 18 | 57.0 | 17.9 | 26.0 | - | - | - | 57.0 | - |" in table[2]
-    assert report.record_rows(runs, curves, {}, {}) == []  # no step time on that machine: no row
+    assert speedrun_rows.record_rows(runs, curves, {}, {}) == []  # no step time on that machine: no row
 
 
 def test_the_peer_target_is_the_peers_seconds_to_its_final_knn_over_ours_to_the_same_knn():
@@ -76,9 +79,9 @@ def test_the_peer_target_is_the_peers_seconds_to_its_final_knn_over_ours_to_the_
     # a longer run of ours that went on from the 18-epoch one is the same training: one row per seed
     curves += _curve("ours-e40-s1", [40 + e for e in range(18)] + [58] * 22)
     runs += [("ours-e40-s1", "ours", "o", 1)]
-    records = report.record_rows(runs, curves, steps, {})
-    other = report.record_rows(runs[:2], curves, {"peer": steps["peer"]}, {})  # ours not timed there
-    rows = report.speedup_rows(records + [{**r, "timed_on": "elsewhere"} for r in other], curves, "peer", "ours")
+    records = speedrun_rows.record_rows(runs, curves, steps, {})
+    other = speedrun_rows.record_rows(runs[:2], curves, {"peer": steps["peer"]}, {})  # ours not timed there
+    rows = speedrun_rows.speedup_rows(records + [{**r, "timed_on": "elsewhere"} for r in other], curves, "peer", "ours")
     assert [(r["seed"], r["timed_on"]) for r in rows] == [(1, "box"), (2, "box")]
     one, two = rows
     assert one["ours_run"] == "ours-e18-s1" and one["peer_final_knn"] == 49.0 and one["peer_seconds"] == 17 * 195 * 1.0
@@ -95,13 +98,13 @@ def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
     # past the reference's last epoch: both are read at the reference's end (292.5 s), where the
     # changed one is halfway through its second epoch (42.5): 42.5 - 48 and 42.5 - 50
     steps = {"a": StepTime(0.5, "m", "32", "measured"), "b": StepTime(0.25, "m", "32", "measured")}
-    levers = [report.Lever("x", "a", "b", "a vs b")]
-    (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
+    levers = [settings.Lever("x", "a", "b", "a vs b")]
+    (row,) = speedrun_rows.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
     assert row["gain_points_equal_seconds"] == -6.5 and row["step_ratio"] == 2.0
     assert row["knn_reference"] == 49.0 and row["seeds_reference"] == 2
     # a reference without a schedule lends its longer run: read at the changed one's 585 s (its epoch 6)
     longer = curves + _curve("b-e6-s1", [38, 44, 48, 50, 52, 53])
-    (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, longer, steps, {"b": ["b-e6-s1"]})
+    (row,) = speedrun_rows.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, longer, steps, {"b": ["b-e6-s1"]})
     assert row["gain_points_equal_seconds"] == 50 - 53 and row["knn_reference"] == 48.0
     # at equal steps the screen reaches the changed side's seconds: seed 1 reads its screen (48 at
     # epoch 3), not its longer run that finished later (46 there); seed 3, with only a longer run,
@@ -109,18 +112,18 @@ def test_a_lever_is_its_gain_at_the_reference_seconds_interpolated():
     longer += _curve("b-e9-s1", [36, 42, 46, 50, 51, 52, 53, 54, 55]) + _curve("b-e6-s3", [30, 40, 47, 49, 51, 52])
     steps["a"] = StepTime(0.25, "m", "32", "measured")  # equal steps: equal seconds at equal epochs
     both = {"b": ["b-e9-s1", "b-e6-s3"]}
-    (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, longer, steps, both)
+    (row,) = speedrun_rows.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, longer, steps, both)
     assert row["gain_points_equal_seconds"] == 50 - (48 + 47) / 2 and row["seeds_reference"] == 1
-    (row,) = report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
+    (row,) = speedrun_rows.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps)
     assert row["gain_points_equal_seconds"] == 1.0
-    assert report.lever_rows(levers, {"a": ["a-e3-s1"]}, curves, steps) == []  # the reference not run yet
+    assert speedrun_rows.lever_rows(levers, {"a": ["a-e3-s1"]}, curves, steps) == []  # the reference not run yet
     assert "+1.00" in report.levers_table([row])[2]
     # a side without a step time: no gain at equal seconds, the difference at equal epochs, said so
     del steps["a"]
-    assert report.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps) == []
-    (untimed,) = report.untimed_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, ["b"])
+    assert speedrun_rows.lever_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, steps) == []
+    (untimed,) = speedrun_rows.untimed_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1", "b-e3-s2"]}, curves, ["b"])
     assert (untimed["gain_points_equal_epochs"], untimed["step_not_timed"], untimed["seeds"]) == (1.0, "a", "1 / 2")
-    assert report.untimed_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, curves, ["a", "b"]) == []
+    assert speedrun_rows.untimed_rows(levers, {"a": ["a-e3-s1"], "b": ["b-e3-s1"]}, curves, ["a", "b"]) == []
     assert "| +1.00 | a |" in report.untimed_table([untimed])[2]
 
 
@@ -133,9 +136,9 @@ def test_step_times_are_measured_then_the_grids_step_then_a_ratio_to_the_recipe_
         {"method": "mabt", "m": "2", "d": "256", "width": "16", "s_per_step": "0.25", "cpu": "bf16", "precision": "bf"},
         {"method": "mabt", "m": "2", "d": "2048", "width": "16", "s_per_step": "0.4", "cpu": "bf16", "precision": "bf"},
     ]
-    here = speedrun.step_times_on("avx2", own, claims)
+    here = clock.step_times_on("avx2", own, claims)
     assert here["lars"] == StepTime(0.6, "avx2", "32-true", "measured") and REF not in here
-    there = speedrun.step_times_on("bf16", own, claims)
+    there = clock.step_times_on("bf16", own, claims)
     assert there[REF] == StepTime(0.25, "bf16", "bf", "claims grid's step")  # the same step as the grid's
     assert there["lars"].seconds == pytest.approx(0.75 * 0.4)  # not a grid step: its ratio x the baseline there
     assert there["lars"].basis == "ratio to the baseline on avx2"
@@ -148,7 +151,7 @@ def test_step_times_are_measured_then_the_grids_step_then_a_ratio_to_the_recipe_
         for t, v, r in ((REF, "0.4", "0.5"), ("peer", "1.6", "2.0"), ("ramp@16", "0.12", "0.15"),
                         ("ramp@24", "0.24", "0.3"))
     ]  # fmt: skip
-    there = speedrun.step_times_on("bf16", own, claims)
+    there = clock.step_times_on("bf16", own, claims)
     assert there["lars"].seconds == pytest.approx(0.75 / 0.5 * 0.25)
     assert there["lars"].basis == f"ratio to the {REF} on avx2"
     assert there["peer"].seconds == pytest.approx(2.0 * 0.4) and there["peer"].basis == "ratio to the baseline on avx2"
@@ -169,7 +172,7 @@ def test_a_ratio_to_the_recipe_pairs_rows_of_one_round_else_takes_the_recipes_me
         {"setting": t, "s_per_step": "1", "ratio_to_baseline": r, "cpu": "avx2", "precision": "32", "date": d}
         for d, t, r in rounds
     ]
-    there = speedrun.step_times_on("bf16", own, claims)
+    there = clock.step_times_on("bf16", own, claims)
     assert there["d128"].seconds == pytest.approx(0.55 / 0.5 * 0.25)  # round A's recipe, not the latest (0.7)
     assert there["d128"].basis == f"ratio to the {REF} on avx2"
     assert there["lars"].seconds == pytest.approx(0.9 / 0.6 * 0.25)  # no recipe in round B: its median
@@ -186,7 +189,7 @@ def test_on_a_machine_with_several_calls_the_reference_is_their_median_and_the_r
         {"setting": t, "s_per_step": v, "ratio_to_baseline": "1", "cpu": "x", "precision": "bf", "date": d}
         for d, t, v in rounds
     ]
-    here = speedrun.step_times_on("x", own, [])
+    here = clock.step_times_on("x", own, [])
     assert here[REF] == StepTime(0.3, "x", "bf", "median of 3 calls")
     assert here["lr2e-3"] == StepTime(0.3, "x", "bf", f"{REF}'s step, median of 3 calls")  # the same work
     assert here["w24"].seconds == pytest.approx(0.6 / 0.25 * 0.3)  # call E timed no reference
@@ -195,7 +198,7 @@ def test_on_a_machine_with_several_calls_the_reference_is_their_median_and_the_r
     assert here["ramp@16"].seconds == pytest.approx(0.1 / 0.25 * 0.3)  # a ramp's side too
     assert here["ramp-lr1e-3@16"].seconds == here["ramp@16"].seconds  # and its twin's, carried over
     assert here["lars"] == StepTime(0.4, "x", "bf", "measured")  # no reference in its call: as measured
-    single = speedrun.step_times_on("x", own[:2], [])  # one call: every step as measured
+    single = clock.step_times_on("x", own[:2], [])  # one call: every step as measured
     assert single["w24"] == StepTime(0.6, "x", "bf", "measured") and single[REF].basis == "measured"
 
 
@@ -204,37 +207,37 @@ def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_besi
         {"setting": t, "s_per_step": v, "ratio_to_baseline": "1", "cpu": "avx2", "precision": "32-true"}
         for t, v in (("baseline", "1.5"), (REF, "1.0"), ("ramp@16", "0.3"), ("ramp@24", "0.6"))
     ]
-    ramp = speedrun.SETTINGS["ramp"]
+    ramp = settings.SETTINGS["ramp"]
     assert ramp.sides(ramp.screen_epochs) == [16, 24, 32, 32]
-    step = speedrun.step_times_on("avx2", own, [])["ramp"]
+    step = clock.step_times_on("avx2", own, [])["ramp"]
     assert step.seconds == pytest.approx((0.3 + 0.6 + 1.0 + 1.0) / 4)
     assert step.basis == "mean of its epochs' sides 16/24/32/32 px (measured)"
-    assert "ramp" not in speedrun.step_times_on("avx2", own[:3], [])  # 24 px not timed: no step
+    assert "ramp" not in clock.step_times_on("avx2", own[:3], [])  # 24 px not timed: no step
     # the same ramp at another lr does the same work: its sides are the ramp's, named as such
-    twin = speedrun.step_times_on("avx2", own, [])["ramp-lr1e-3"]
+    twin = clock.step_times_on("avx2", own, [])["ramp-lr1e-3"]
     assert twin.seconds == pytest.approx(step.seconds) and "ramp@16's step, measured" in twin.basis
     # --step-times: each side below 32 px on its own, at a fixed crop, the recipe beside them
-    timed = speedrun.timed_points(CPU, ["ramp"])
+    timed = clock.timed_points(CPU, ["ramp"])
     assert list(timed) == ["baseline", REF, "ramp@16", "ramp@24"]
     assert "augmentations.0.crop_size=16" in timed["ramp@16"].extra
     assert not any(o.startswith("+memory.resolution") for o in timed["ramp@16"].extra)
     assert "+memory.resolution.start=16" in ramp.screen().extra and ramp.screen().name(1) == "ramp-e4-s1"
     # all settings: what another's step stands for is not timed again (lr, schedule, crops, beta)
-    every = speedrun.timed_points(CPU)
+    every = clock.timed_points(CPU)
     assert {REF, "ramp@16", "lars", "b256", "d128"} <= set(every)
     assert not {"lr1e-3", "cos-lr5e-4", "crop0.2", "jitter0.5", "beta2x", "ramp-lr1e-3@16"} & set(every)
 
 
 def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
-    names = [p.name(s) for p, s in speedrun.plan(CPU)]
+    names = [p.name(s) for p, s in settings.plan(CPU)]
     assert len(names) == len(set(names))
     # a screen that beat the recipe gets its second seed before any record run
     assert max(names.index("ramp-e4-s2"), names.index("lr1e-3-e3-s2")) < names.index(f"{REF}-e18-s1")
     assert names.index(f"{REF}-e18-s1") < names.index("d128-e3-s2")
-    for point, seed in speedrun.plan(CPU):
-        assert speedrun.find(CPU, point.name(seed)) == (point, seed)
-        assert speedrun.setting_of(point.name(seed)) == point.tag
-    assert {t for lever in speedrun.LEVERS for t in (lever.changed, lever.reference)} <= set(speedrun.SETTINGS)
+    for point, seed in settings.plan(CPU):
+        assert settings.find(CPU, point.name(seed)) == (point, seed)
+        assert settings.setting_of(point.name(seed)) == point.tag
+    assert {t for lever in settings.LEVERS for t in (lever.changed, lever.reference)} <= set(settings.SETTINGS)
 
 
 def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_schedule_never(tmp_path):
@@ -245,35 +248,35 @@ def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_sch
     scale = grid.scale_named("cpu", tmp_path)
     finished = []
     for tag in ("lr1e-3", "cos-lr1e-3"):
-        screen = speedrun.SETTINGS[tag].point(3)
+        screen = settings.SETTINGS[tag].point(3)
         finished.append({"run": screen.name(1)})
         ckpt = scale.run_folder(screen.name(1)) / "mabt" / "x" / "ep=2.ckpt"
         ckpt.parent.mkdir(parents=True)
         ckpt.write_bytes(b"weights")
     write_csv(scale.results, finished)
-    assert runner.prefix_run(scale, speedrun.SETTINGS["lr1e-3"].point(18), 1) == speedrun.SETTINGS["lr1e-3"].point(3)
-    assert runner.prefix_run(scale, speedrun.SETTINGS["cos-lr1e-3"].point(18), 1) is None
+    assert runner.prefix_run(scale, settings.SETTINGS["lr1e-3"].point(18), 1) == settings.SETTINGS["lr1e-3"].point(3)
+    assert runner.prefix_run(scale, settings.SETTINGS["cos-lr1e-3"].point(18), 1) is None
     # a resolution ramp is fitted to its epochs too: its sides at 18 epochs are not its 4-epoch screen's
-    assert not speedrun.SETTINGS["ramp"].point(18).extendable and speedrun.SETTINGS["lr1e-3"].point(18).extendable
+    assert not settings.SETTINGS["ramp"].point(18).extendable and settings.SETTINGS["lr1e-3"].point(18).extendable
     # the record's epochs: the recipe, each candidate and nothing else of ours (the peer has its own)
-    records = {p.tag for p, _ in speedrun.plan(CPU) if p.epochs == speedrun.RECORD_EPOCHS}
-    assert records == {REF, *speedrun.RECORD_CANDIDATES} and speedrun.RECORD_CANDIDATES
+    records = {p.tag for p, _ in settings.plan(CPU) if p.epochs == settings.RECORD_EPOCHS}
+    assert records == {REF, *settings.RECORD_CANDIDATES} and settings.RECORD_CANDIDATES
     # the 2-hour runs: each candidate, two seeds, last in the plan, going on from its finished record run
-    plan = speedrun.plan(CPU)
-    long = [(p.tag, seed) for p, seed in plan if p.epochs == speedrun.LONG_EPOCHS]
-    tails = [(t, seed) for seed in (2, 1) for t in speedrun.TAIL_CANDIDATES]
-    assert long == [(t, seed) for seed in (1, 2) for t in speedrun.RECORD_CANDIDATES] + tails
+    plan = settings.plan(CPU)
+    long = [(p.tag, seed) for p, seed in plan if p.epochs == settings.LONG_EPOCHS]
+    tails = [(t, seed) for seed in (2, 1) for t in settings.TAIL_CANDIDATES]
+    assert long == [(t, seed) for seed in (1, 2) for t in settings.RECORD_CANDIDATES] + tails
     # a tail is fitted to the run's epochs: a shorter tail run is not the longer one's start
-    assert not speedrun.SETTINGS["lr2e-3-tail"].point(speedrun.LONG_EPOCHS).extendable
-    assert [p.epochs for p, _ in plan[-len(long) :]] == [speedrun.LONG_EPOCHS] * len(long)
-    assert speedrun.LONG_EPOCHS * 390 * 0.2469 <= 2 * 3600  # within 2 hours at the bf16 EPYC's step
-    tag = speedrun.RECORD_CANDIDATES[0]
-    record = speedrun.SETTINGS[tag].point(speedrun.RECORD_EPOCHS)
+    assert not settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS).extendable
+    assert [p.epochs for p, _ in plan[-len(long) :]] == [settings.LONG_EPOCHS] * len(long)
+    assert settings.LONG_EPOCHS * 390 * 0.2469 <= 2 * 3600  # within 2 hours at the bf16 EPYC's step
+    tag = settings.RECORD_CANDIDATES[0]
+    record = settings.SETTINGS[tag].point(settings.RECORD_EPOCHS)
     write_csv(scale.results, finished + [{"run": record.name(1)}])
     ckpt = scale.run_folder(record.name(1)) / "mabt" / "x" / "ep=17.ckpt"
     ckpt.parent.mkdir(parents=True)
     ckpt.write_bytes(b"weights")
-    assert runner.prefix_run(scale, speedrun.SETTINGS[tag].point(speedrun.LONG_EPOCHS), 1) == record
+    assert runner.prefix_run(scale, settings.SETTINGS[tag].point(settings.LONG_EPOCHS), 1) == record
 
 
 def test_a_tail_run_goes_on_from_its_constant_twins_checkpoint_up_to_the_tails_start(tmp_path):
@@ -283,8 +286,8 @@ def test_a_tail_run_goes_on_from_its_constant_twins_checkpoint_up_to_the_tails_s
     from mvssl_plugin.runs import read_csv, write_csv
 
     scale = grid.scale_named("cpu", tmp_path)
-    tail = speedrun.SETTINGS["lr2e-3-tail"].point(speedrun.LONG_EPOCHS)
-    twin = speedrun.SETTINGS["lr2e-3"].point(speedrun.LONG_EPOCHS)
+    tail = settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS)
+    twin = settings.SETTINGS["lr2e-3"].point(settings.LONG_EPOCHS)
     write_csv(scale.curves, _curve(twin.name(2), [40 + e / 10 for e in range(62)]))
     folder = scale.run_folder(twin.name(2)) / "mabt" / "abc"
     folder.mkdir(parents=True)
@@ -313,11 +316,11 @@ def test_the_twin_keeps_its_checkpoint_at_the_tails_start_and_the_tail_run_goes_
     from mvssl_plugin.runs import read_csv, write_csv
 
     scale = grid.scale_named("cpu", tmp_path)
-    tail = speedrun.SETTINGS["lr2e-3-tail"].point(speedrun.LONG_EPOCHS)
-    twin = speedrun.SETTINGS["lr2e-3"].point(speedrun.LONG_EPOCHS)
+    tail = settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS)
+    twin = settings.SETTINGS["lr2e-3"].point(settings.LONG_EPOCHS)
     assert speedrun.tail_starts(scale, twin) == [59]
-    assert speedrun.tail_starts(scale, speedrun.SETTINGS["lr2e-3"].point(speedrun.RECORD_EPOCHS)) == []
-    assert speedrun.keepers(scale, speedrun.SETTINGS[REF].screen(), 1) == []  # no tail: nothing kept
+    assert speedrun.tail_starts(scale, settings.SETTINGS["lr2e-3"].point(settings.RECORD_EPOCHS)) == []
+    assert speedrun.keepers(scale, settings.SETTINGS[REF].screen(), 1) == []  # no tail: nothing kept
     (keeper,) = speedrun.keepers(scale, twin, 1)
     assert (keeper.run_folder, keeper.folder) == (scale.run_folder(twin.name(1)), tmp_path / "kept" / twin.name(1))
     assert keeper.epochs == {59}
@@ -363,22 +366,22 @@ def test_the_twin_keeps_its_checkpoint_at_the_tails_start_and_the_tail_run_goes_
     write_csv(scale.curves, read_csv(scale.curves) + _curve(twin.name(2), [40 + e / 10 for e in range(74)]))
     (scale.run_folder(twin.name(2)) / "mabt" / "def").mkdir(parents=True)
     (scale.run_folder(twin.name(2)) / "mabt" / "def" / "args.json").write_text("{}")
-    speedrun.kept_folder(scale, twin.name(2)).mkdir(parents=True)
-    torch.save({"global_step": 59 * 390}, speedrun.kept_folder(scale, twin.name(2)) / "run-def-ep=58.ckpt")
+    scale.kept_folder(twin.name(2)).mkdir(parents=True)
+    torch.save({"global_step": 59 * 390}, scale.kept_folder(twin.name(2)) / "run-def-ep=58.ckpt")
     speedrun.main(["--only", tail.name(2), "--from-twin", "--results", str(tmp_path)])
     assert (scale.carry_folder(tail.name(2)) / "mabt" / "def" / "run-def-ep=58.ckpt").is_file()
 
 
 def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs(tiny_cifar, monkeypatch):
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))  # the overrides name the data
-    recipe, extra = grid.overrides(CPU, speedrun.SETTINGS["cos-lr2e-3"].point(3), 1)
+    recipe, extra = grid.overrides(CPU, settings.SETTINGS["cos-lr2e-3"].point(3), 1)
     assert recipe == "speedrun_cpu.yaml" and "scheduler.name=warmup_cosine" in extra
     assert extra.count("optimizer.lr=2e-3") == 1 and "++scheduler.warmup_epochs=0.3" in extra
     assert "max_epochs=3" in extra
-    _, peer = grid.overrides(CPU, speedrun.SETTINGS["peer"].point(20), 1)
+    _, peer = grid.overrides(CPU, settings.SETTINGS["peer"].point(20), 1)
     assert [o for o in peer if o.startswith("method_kwargs.lamb")] == ["method_kwargs.lamb=0.0051"]
     assert "method=barlow_twins" in peer and "++scheduler.warmup_epochs=0.2" in peer
-    _, const = grid.overrides(CPU, speedrun.SETTINGS[REF].point(3), 1)
+    _, const = grid.overrides(CPU, settings.SETTINGS[REF].point(3), 1)
     assert not any(o.startswith("scheduler.") for o in const)  # the recipe's own: a constant lr
 
 
@@ -386,8 +389,8 @@ def test_the_peers_checkpoint_is_predicted_with_larss_one_momentum_not_adams_two
     """Whether a run can be carried to another machine is decided on this prediction: the peer's
     20-epoch checkpoint (LARS) measured 71.6 MiB, where Adam's two moments would predict 107.7."""
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
-    peer = runner.checkpoint_mib(CPU, speedrun.SETTINGS["peer"].point(20))
-    ours = runner.checkpoint_mib(CPU, speedrun.SETTINGS[REF].point(20))
+    peer = runner.checkpoint_mib(CPU, settings.SETTINGS["peer"].point(20))
+    ours = runner.checkpoint_mib(CPU, settings.SETTINGS[REF].point(20))
     assert abs(peer - 71.6) < 1.0 and runner.CARRY_MAX_MB < peer
     assert abs(ours - 10.05) < 0.5  # the recipe's measured checkpoint (Adam)
 
@@ -396,22 +399,22 @@ def test_every_setting_on_the_recipe_names_its_lr_so_the_yamls_lr_changes_none(t
     """Levers were screened at the yaml's lr of the time; when the yaml takes a lever's lr, a
     setting that relied on the yaml's would change its training under its old runs' rows."""
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
-    for tag, setting in speedrun.SETTINGS.items():
+    for tag, setting in settings.SETTINGS.items():
         _, extra = grid.overrides(CPU, setting.point(3), 1)
         lrs = [o for o in extra if grid.override_key(o) == "optimizer.lr"]
         own = [o for o in setting.overrides if grid.override_key(o) == "optimizer.lr"]
-        if setting.recipe == speedrun.RECIPE:
-            assert lrs == (own or [f"optimizer.lr={speedrun.SCREEN_LR:g}"]), tag
+        if setting.recipe == settings.RECIPE:
+            assert lrs == (own or [f"optimizer.lr={settings.SCREEN_LR:g}"]), tag
         else:
             assert lrs == own, tag  # the peer: its own recipe's lr
-    assert grid.overrides(CPU, speedrun.SETTINGS["lr2e-3"].point(3), 1)[1].count("optimizer.lr=2e-3") == 1
+    assert grid.overrides(CPU, settings.SETTINGS["lr2e-3"].point(3), 1)[1].count("optimizer.lr=2e-3") == 1
     # the yaml a user runs is RECIPE_SETTING's training (the record the README shows first), not the reference's
     from mvssl_plugin.cli.config_name import compose_recipe
 
-    yaml_lr = compose_recipe(speedrun.RECIPE, "pretrain", []).optimizer.lr
-    (own,) = [o for o in speedrun.SETTINGS[speedrun.RECIPE_SETTING].overrides if grid.override_key(o) == "optimizer.lr"]
-    assert float(own.split("=", 1)[1]) == yaml_lr != speedrun.SCREEN_LR
-    assert speedrun.RECIPE_SETTING in speedrun.RECORD_CANDIDATES
+    yaml_lr = compose_recipe(settings.RECIPE, "pretrain", []).optimizer.lr
+    (own,) = [o for o in settings.SETTINGS[settings.RECIPE_SETTING].overrides if grid.override_key(o) == "optimizer.lr"]
+    assert float(own.split("=", 1)[1]) == yaml_lr != settings.SCREEN_LR
+    assert settings.RECIPE_SETTING in settings.RECORD_CANDIDATES
 
 
 def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_say(tiny_cifar, monkeypatch):
@@ -427,7 +430,7 @@ def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_sa
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
     checked = {}
     for tag in (REF, "b256", "crop0.2", "jitter0.5", "beta2x", "compile", "ramp"):
-        recipe, extra = grid.overrides(CPU, speedrun.SETTINGS[tag].point(3), 1)
+        recipe, extra = grid.overrides(CPU, settings.SETTINGS[tag].point(3), 1)
         cfg = compose_recipe(recipe, "pretrain", extra)
         adapt_to_hardware(cfg)
         check_pretrain_cfg(cfg, register(), BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
@@ -445,14 +448,14 @@ def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_sa
     assert checked["compile"].performance.compile and not recipe_cfg.performance.get("compile", False)
     assert checked["ramp"].memory.resolution.start == 16 and checked["ramp"].data.format == "memory"
     # the 2-hour tail run: the yaml's constant lr 2e-3, falling to zero over the last 15 of 74 epochs
-    recipe, extra = grid.overrides(CPU, speedrun.SETTINGS["lr2e-3-tail"].point(speedrun.LONG_EPOCHS), 1)
+    recipe, extra = grid.overrides(CPU, settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS), 1)
     tail = compose_recipe(recipe, "pretrain", extra)
     adapt_to_hardware(tail)
     check_pretrain_cfg(tail, register(), BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     assert (tail.scheduler.name, tail.scheduler.tail_epochs, tail.optimizer.lr) == ("none", 15, 2e-3)
     # on a GPU every setting trains at batch 512, and the batch lever at twice that, once
     gpu = grid.SCALES["gpu"]
-    batches = {t: [o for o in grid.overrides(gpu, speedrun.SETTINGS[t].point(3, gpu), 1)[1] if "batch_size" in o]
+    batches = {t: [o for o in grid.overrides(gpu, settings.SETTINGS[t].point(3, gpu), 1)[1] if "batch_size" in o]
                for t in (REF, "b256", "peer")}  # fmt: skip
     assert batches == {
         REF: ["optimizer.batch_size=512"],
@@ -470,7 +473,7 @@ def test_a_setting_trains_through_main_pretrain_and_its_schedule_ends_at_the_bud
     the warm-up-cosine schedule solo-learn builds from max_epochs has taken all 6 steps and ends
     at lr 0, with the warm-up fitted to the run's epochs (the levers' 10%; the peer's 1%)."""
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
-    recipe, extra = grid.overrides(CPU, speedrun.SETTINGS[tag].point(2), 1)
+    recipe, extra = grid.overrides(CPU, settings.SETTINGS[tag].point(2), 1)
     tiny = {"checkpoint.dir": str(tmp_path), "optimizer.batch_size": "8", "backbone.kwargs.width": "8"}
     extra = [o for o in extra if grid.override_key(o) not in tiny] + [f"{k}={v}" for k, v in tiny.items()]
     result = run_entry("main_pretrain.py", ["--config-name", recipe, *extra], cwd=tmp_path)
@@ -504,20 +507,20 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
         for tag, s, r in steps
     ])  # fmt: skip
     readme, doc = tmp_path / "README.md", tmp_path / "speedrun.md"
-    readme.write_text(f"# x\n{speedrun.RECORDS_START}\nold\n{speedrun.END}\ntail\n")
-    doc.write_text(f"# y\n{speedrun.LEVERS_START}\n{speedrun.END}\n")
-    speedrun.report(out, readme, doc)
+    readme.write_text(f"# x\n{report.RECORDS_START}\nold\n{report.END}\ntail\n")
+    doc.write_text(f"# y\n{report.LEVERS_START}\n{report.END}\n")
+    report.report(out, readme, doc)
     # the target machine's clock: the claims grid's own m = 2, d = 256 step (its step_times.csv)
-    (record,) = [r for r in read_csv(out / "records.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
+    (record,) = [r for r in read_csv(out / "records.csv") if r["timed_on"] == report.TARGET_MACHINE]
     assert record["run"] == f"{REF}-e18-s1" and record["basis"] == "claims grid's step"  # screens are not records
     text = readme.read_text()
-    assert "old" not in text and text.endswith(f"{speedrun.END}\ntail\n") and f"| {REF} | 1 | 18 | 64.0 |" in text
+    assert "old" not in text and text.endswith(f"{report.END}\ntail\n") and f"| {REF} | 1 | 18 | 64.0 |" in text
     # the README's records: timed on each machine of the targets' kind, the target machine first
     shown = [line for line in text.splitlines() if line.startswith(f"| {REF} |")]
-    assert [line.split("| ")[-1].split(" (")[0] for line in shown] == [speedrun.TARGET_MACHINE, box]
+    assert [line.split("| ")[-1].split(" (")[0] for line in shown] == [report.TARGET_MACHINE, box]
     assert f"| {REF} | 1 | 18 | 64.0 | {4 * 390 * 0.3 / 60:.1f} |" in text and old not in text  # 50% at epoch 4
     assert "The peer's full run has not finished yet." in text and (out / "peer.csv").is_file()
-    (lever,) = [r for r in read_csv(out / "levers.csv") if r["timed_on"] == speedrun.TARGET_MACHINE]
+    (lever,) = [r for r in read_csv(out / "levers.csv") if r["timed_on"] == report.TARGET_MACHINE]
     assert (lever["lever"], lever["gain_points_equal_seconds"]) == ("schedule", "4.0")  # equal steps: 53 - 49
     assert f"| schedule: warm-up + cosine to zero vs constant, same peak lr | cos-lr5e-4 | {REF} |" in doc.read_text()
     assert (out / "knn_vs_minutes.png").is_file() and f"| {REF} | 1 | 18 |" in (out / "summary.md").read_text()
@@ -528,7 +531,7 @@ def test_the_claims_grids_runs_of_the_reference_come_in_as_its_screen_and_record
 
     claims, out = tmp_path / "claims", tmp_path / "speedrun"
     claims.mkdir()
-    source, m4 = speedrun.CLAIMS_CONST.name(1), speedrun.CLAIMS_IMPORTS["m4"][0].name(1)
+    source, m4 = settings.CLAIMS_CONST.name(1), settings.CLAIMS_IMPORTS["m4"][0].name(1)
     assert m4 == "mabt-m4-d256-rule-f1-e20-s1"
     curves = _curve(source, range(40, 60)) + _curve(m4, range(44, 64))
     write_csv(claims / "curves.csv", [{**r, "seed": "1", "views_seen": r["step"]} for r in curves])
@@ -544,7 +547,7 @@ def test_the_claims_grids_runs_of_the_reference_come_in_as_its_screen_and_record
     assert speedrun.import_claims(out, claims) == []  # already there: left alone
 
 
-@pytest.mark.parametrize("tag", sorted(speedrun.CLAIMS_IMPORTS))
+@pytest.mark.parametrize("tag", sorted(settings.CLAIMS_IMPORTS))
 def test_an_imported_claims_run_is_the_settings_training_but_for_its_name_folder_and_epochs(
     tag, tiny_cifar, monkeypatch
 ):
@@ -562,11 +565,11 @@ def test_an_imported_claims_run_is_the_settings_training_but_for_its_name_folder
         flat = OmegaConf.to_container(compose_recipe(recipe, "pretrain", extra))
         return dict(_flatten(flat))
 
-    source, epochs = speedrun.CLAIMS_IMPORTS[tag]
-    ours, theirs = composed(speedrun.SETTINGS[tag].point(epochs[0])), composed(source)
+    source, epochs = settings.CLAIMS_IMPORTS[tag]
+    ours, theirs = composed(settings.SETTINGS[tag].point(epochs[0])), composed(source)
     differ = {k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k)}
     assert differ == {"name", "checkpoint.dir", "max_epochs"}, differ
-    assert speedrun.SETTINGS[tag].warmup is None
+    assert settings.SETTINGS[tag].warmup is None
 
 
 def _flatten(tree: dict, prefix: str = ""):
@@ -596,13 +599,13 @@ def test_the_claims_baseline_is_timed_with_the_step_measured_beside_the_settings
     same round (its ratios to the settings are side by side); elsewhere the claims grid's own."""
     from mvssl_plugin.runs import read_csv, write_csv
 
-    name = speedrun.BASELINE.name(1)
+    name = settings.BASELINE.name(1)
     write_csv(tmp_path / "curves.csv", _curve(name, [40, 50, 56]))
     write_csv(tmp_path / "results.csv", [{"run": name, "commit": "c1", "cpu": "A", "precision": "32-true"}])
     own = [{"setting": "baseline", "s_per_step": "2.0", "precision": "32", "cpu": "A"}]
     grid_row = {"method": "mabt", "m": "2", "d": "2048", "width": "16", "s_per_step": "0.5", "precision": "bf16"}
     claims = [{**grid_row, "cpu": "A", "s_per_step": "9.9"}, {**grid_row, "cpu": "B"}]
-    rows = speedrun.baseline_rows(
+    rows = report.baseline_rows(
         ["A", "B", "C"], own, claims, read_csv(tmp_path / "curves.csv"), read_csv(tmp_path / "results.csv")
     )
     assert [(r["timed_on"], r["s_per_step"], r["basis"]) for r in rows] == [
@@ -615,7 +618,7 @@ def test_the_claims_baseline_is_timed_with_the_step_measured_beside_the_settings
     calls = [("D1", "baseline", "0.5"), ("D1", REF, "0.25"), ("D2", REF, "0.3"), ("D3", "baseline", "0.52")]
     calls += [("D3", REF, "0.2")]
     own = [{"setting": t, "s_per_step": v, "precision": "bf", "cpu": "X", "date": d} for d, t, v in calls]
-    step = speedrun.baseline_step("X", own, [])
+    step = clock.baseline_step("X", own, [])
     assert step.seconds == pytest.approx(0.52 / 0.2 * 0.25) and step.basis.endswith(f"the {REF}'s median")
 
 
@@ -652,7 +655,7 @@ def test_a_run_option_without_a_budget_is_an_error_not_the_help(harness, monkeyp
 
 def test_only_picks_the_run_of_that_exact_name_else_every_run_containing_it():
     """``--only lr1e-3-e3-s2`` once went on to ``cos-lr1e-3-e3-s2``, whose name contains it."""
-    plan = speedrun.plan(CPU)
+    plan = settings.plan(CPU)
     names = [p.name(s) for p, s in plan]
     assert {"lr1e-3-e3-s2", "cos-lr1e-3-e3-s2"} <= set(names)
     assert [n for n in names if runner.selected(n, "lr1e-3-e3-s2", plan)] == ["lr1e-3-e3-s2"]
