@@ -55,7 +55,7 @@ from step_clock import run_setting
 
 from mvssl_plugin.config.hardware import cpu_precision
 from mvssl_plugin.data.resolution import ResolutionRamp
-from mvssl_plugin.runs import read_csv, write_csv
+from mvssl_plugin.files import read_csv, write_csv
 
 OUT = RESULTS_ROOT / "speedrun"
 #: the speedrun's step times (per setting; the claims grid's step_times.csv is per grid step)
