@@ -114,9 +114,10 @@ def main() -> None:
     from torch.utils.data import DataLoader
 
     from mvssl_plugin.data.dali import DaliMultiViewLoader, ViewRecipe
-    from mvssl_plugin.data.datasets import pretrain_dataset, pretrain_samples, pretrain_transform
     from mvssl_plugin.data.inmemory.cache import decode_to_uint8
     from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
+    from mvssl_plugin.data.pretrain_set import pretrain_dataset, pretrain_samples
+    from mvssl_plugin.data.transforms import pretrain_transform
 
     gpu = args.dali_device == "gpu" or memory_device == "cuda"
     sync = torch.cuda.synchronize if gpu else (lambda: None)

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import torch
 
-from mvssl_plugin.runs import read_csv, write_csv
+from mvssl_plugin.files import read_csv, write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "cifar10"
@@ -120,10 +120,10 @@ def evaluate(model, cfg) -> dict:
     from solo.data.classification_dataloader import prepare_transforms
     from torch.utils.data import DataLoader
 
-    from mvssl_plugin.data.datasets import classification_datasets
+    from mvssl_plugin.data.labelled_sets import classification_datasets
     from mvssl_plugin.eval.features import extract_features
     from mvssl_plugin.eval.knn import knn_grid
-    from mvssl_plugin.eval.rank import rankme
+    from mvssl_plugin.eval.rankme import rankme
 
     data_cfg = OmegaConf.create(
         {

@@ -25,7 +25,8 @@ from doc_blocks import replace_between
 
 from mvssl_plugin.config.hardware import cpu_bf16_native
 from mvssl_plugin.eval.time_to_accuracy import first_at_or_above, stays_at_or_above
-from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG, read_csv, read_json, write_csv, write_json
+from mvssl_plugin.files import read_csv, read_json, write_csv, write_json
+from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG
 
 OUT = Path(__file__).resolve().parent / "results" / "speedrun" / "own_clock"
 TARGETS = (50, 55, 60, 65, 70)

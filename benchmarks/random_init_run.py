@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from mvssl_plugin.runs import ARGS, write_json
+from mvssl_plugin.files import write_json
+from mvssl_plugin.runs import ARGS
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from speedrun_report import LEVERS_DOC, README, report
 from speedrun_rows import curve_of
 from speedrun_settings import CLAIMS_IMPORTS, CLAIMS_STEP_TIMES, OUT, SETTINGS, find, plan
 
-from mvssl_plugin.runs import read_csv, write_csv
+from mvssl_plugin.files import read_csv, write_csv
 
 # ----------------------------------------------------------------------------- a tail run and its twin
 

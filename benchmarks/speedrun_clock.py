@@ -21,7 +21,7 @@ from speedrun_settings import BASELINE, FULL_SIDE, REFERENCE, SCREEN_EPOCHS, SET
 from step_clock import run_setting
 
 from mvssl_plugin.config.hardware import cpu_precision
-from mvssl_plugin.runs import read_csv, write_csv
+from mvssl_plugin.files import read_csv, write_csv
 
 
 @dataclass(frozen=True)

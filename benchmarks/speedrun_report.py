@@ -37,7 +37,7 @@ from speedrun_settings import (
     setting_of,
 )
 
-from mvssl_plugin.runs import read_csv, write_csv
+from mvssl_plugin.files import read_csv, write_csv
 
 #: the targets' kind of machine: 2 cores that compute bf16 natively
 TARGET_KIND = clocks.machine_kind(2, True)

@@ -6,21 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import resource
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from helpers import assert_one_line, make_image_folder, run_entry, start_entry, tiny_overrides, wait_for
 
-from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.runs import ARGS, LOCK, METRICS, RUN_LOG, is_complete_checkpoint, read_csv, read_json
+from mvssl_plugin.files import read_csv, read_json
+from mvssl_plugin.runs import ARGS, LOCK, METRICS, RUN_LOG, is_complete_checkpoint
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -139,44 +137,6 @@ def test_a_run_locked_by_a_live_process_is_not_joined_and_a_stale_lock_is_replac
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"replaced the stale lock of {run_dir}" in result.stdout and "resuming from" in result.stdout
     assert not (run_dir / LOCK).exists()
-
-
-def test_a_lock_from_another_host_is_live_while_refreshed_and_stale_after(tmp_path):
-    """A node lost or a job killed with SIGKILL and requeued elsewhere leaves its lock: this host
-    cannot see that process, so the lock's age (its holder refreshes it) decides."""
-    from mvssl_plugin import runs
-
-    lock = tmp_path / LOCK
-    lock.write_text(json.dumps({"pid": 12345, "host": "gpu-node-17", "started": "then"}))
-    with pytest.raises(ConfigError, match=r"by process 12345 on gpu-node-17 .*auto_resume.enabled=false"):
-        runs.take_lock(tmp_path)  # refreshed just now: live
-    old = time.time() - runs.LOCK_STALE_SECONDS - 60
-    os.utime(lock, (old, old))
-    try:
-        notice = runs.take_lock(tmp_path)
-        assert notice == f"replaced the stale lock of {tmp_path} (taken on gpu-node-17, not refreshed for 11 min)"
-        assert json.loads(lock.read_text())["pid"] == os.getpid()
-    finally:
-        runs.release_lock(tmp_path)
-    assert not lock.exists()
-
-
-def test_the_holder_refreshes_its_lock_until_it_gives_it_back(tmp_path, monkeypatch):
-    from mvssl_plugin import runs
-
-    monkeypatch.setattr(runs, "LOCK_HEARTBEAT_SECONDS", 0.05)
-    runs.take_lock(tmp_path)
-    lock = tmp_path / LOCK
-    try:
-        old = time.time() - 3600
-        os.utime(lock, (old, old))
-        deadline = time.time() + 10
-        while lock.stat().st_mtime < time.time() - 60 and time.time() < deadline:
-            time.sleep(0.05)
-        assert lock.stat().st_mtime > time.time() - 60, "the heartbeat did not refresh the lock"
-    finally:
-        runs.release_lock(tmp_path)
-    assert not lock.exists() and not runs._heartbeats
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from step_clock import run_setting
 
 from mvssl_plugin.config.hardware import cpu_bf16_native, cpu_precision, usable_cores
-from mvssl_plugin.runs import read_csv, write_csv
+from mvssl_plugin.files import read_csv, write_csv
 
 from .grid import REPO, Point, Scale, step_settings, width_of
 

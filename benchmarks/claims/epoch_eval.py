@@ -16,8 +16,8 @@ from torchvision.datasets import ImageFolder
 from mvssl_plugin.data.inmemory.cache import decode_to_uint8, default_cache_dir
 from mvssl_plugin.data.inmemory.eval_loaders import MemoryEvalLoader, eval_recipe
 from mvssl_plugin.eval.knn import all_classes_knn
-from mvssl_plugin.eval.rank import rankme
-from mvssl_plugin.runs import read_csv, write_csv
+from mvssl_plugin.eval.rankme import rankme
+from mvssl_plugin.files import read_csv, write_csv
 from mvssl_plugin.train.run_log import TrainClock
 
 from .clocks import EpochPauses, cpu_description, pause_overlap

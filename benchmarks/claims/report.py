@@ -26,7 +26,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 from doc_blocks import replace_between
 from paper import PAPER
 
-from mvssl_plugin.runs import read_csv
+from mvssl_plugin.files import read_csv
 
 from .clocks import seconds_per_view, step_times_by_machine
 from .grid import BASE_EPOCHS, Scale, schedule

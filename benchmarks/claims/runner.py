@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from mvssl_plugin.runs import ARGS, LOCK, is_complete_checkpoint, read_csv, write_csv
+from mvssl_plugin.files import read_csv, write_csv
+from mvssl_plugin.runs import ARGS, LOCK, is_complete_checkpoint
 
 from . import clocks
 from .clocks import ActiveClock, commit, cpu_description, estimate_minutes

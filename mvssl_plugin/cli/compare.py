@@ -13,7 +13,7 @@ from typing import List, Optional
 
 from mvssl_plugin.cli.exits import quiet_dependency_warnings, report_errors
 from mvssl_plugin.eval.compare import compare, markdown
-from mvssl_plugin.runs import check_writable_folder
+from mvssl_plugin.files import check_writable_folder
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,7 +21,7 @@ from mvssl_plugin.data.imagefolder import class_names, is_image_folder_tree, mat
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.eval.knn import DISTANCES, FEATURE_TYPES
 from mvssl_plugin.eval.knn_run import run_knn
-from mvssl_plugin.runs import check_writable_folder
+from mvssl_plugin.files import check_writable_folder
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +65,7 @@ def check_args(args: argparse.Namespace) -> List[str]:
         )
     train, val = args.train_data_path, args.val_data_path
     if args.data_format != "h5" and is_image_folder_tree(train) and is_image_folder_tree(val):
-        # the datasets are relabelled by name too (data.datasets.label_by_name); said here, early
+        # the datasets are relabelled by name too (data.labels.label_by_name); said here, early
         _, notice = match_classes(class_names(train), class_names(val), "--train_data_path", "--val_data_path")
         return [notice] if notice else []
     return []

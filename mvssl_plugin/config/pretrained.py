@@ -13,7 +13,8 @@ from omegaconf import DictConfig
 
 from mvssl_plugin.config.values import select
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.runs import ARGS, read_json
+from mvssl_plugin.files import read_json
+from mvssl_plugin.runs import ARGS
 
 CIFAR = ("cifar10", "cifar100")
 

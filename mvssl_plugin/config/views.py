@@ -8,7 +8,8 @@ The names, one each:
   small pipelines' own ``num_crops``.
 - solo-learn's ``augmentations[i].num_crops`` and ``data.num_large_crops`` /
   ``num_small_crops`` are derived here: :func:`views_to_crops` spreads m over the pipelines,
-  :func:`set_crop_counts` writes solo-learn's two counts, :func:`count_views` reads m back.
+  :func:`set_crop_counts` writes solo-learn's two counts, :func:`count_views` reads m back and
+  :func:`views_per_resolution` counts them by crop size.
 
 Inside solo-learn's own ``main_pretrain.py``, which asserts 2 large crops for its methods,
 :func:`hide_crop_counts` keeps the counts aside under :data:`HIDDEN_CROPS` and
@@ -39,6 +40,16 @@ def count_views(cfg: DictConfig | Mapping[str, Any]) -> int:
     if large is not None:
         return int(large) + int(small or 0)
     return sum(int(pipeline.num_crops) for pipeline in select(cfg, "augmentations", []) or [])
+
+
+def views_per_resolution(cfg: DictConfig) -> Dict[int, int]:
+    """``{crop size: views}``, the views per image by resolution in the pipelines' order: each
+    pipeline's ``num_crops`` added to its ``crop_size`` (two pipelines of one size count together).
+    What the start block prints and the peak-RAM check sizes."""
+    views: Dict[int, int] = {}
+    for pipeline in cfg.augmentations:
+        views[int(pipeline.crop_size)] = views.get(int(pipeline.crop_size), 0) + int(pipeline.num_crops)
+    return views
 
 
 def set_crop_counts(cfg: DictConfig) -> None:

@@ -199,7 +199,7 @@ def nested_folder_notices(cfg: DictConfig) -> list[str]:
 
 def class_match_notices(cfg: DictConfig) -> list[str]:
     """Validation classes are matched to the training classes by folder name (the datasets
-    are relabelled so in :func:`mvssl_plugin.data.datasets.label_by_name`); checked here on the
+    are relabelled so in :func:`mvssl_plugin.data.labels.label_by_name`); checked here on the
     folder names alone, before anything is built: names the training tree lacks stop the run
     (ConfigError), a subset of the training classes is said once."""
     train, val = select(cfg, "data.train_path"), select(cfg, "data.val_path")

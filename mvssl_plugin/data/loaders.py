@@ -7,18 +7,22 @@ from typing import Any, Optional, Tuple
 from omegaconf import DictConfig
 
 from mvssl_plugin.data.dali import pretrain_dali_loader
-from mvssl_plugin.data.datasets import (
-    Screen,
-    check_batch_fits,
-    prepare_pretrain_dataloader,
-    pretrain_dataset,
-    pretrain_samples,
-    pretrain_transform,
-    pretrain_val_set,
-    solo_loader,
-)
+from mvssl_plugin.data.dataset_files import Screen
 from mvssl_plugin.data.inmemory.eval_loaders import val_memory_loader
 from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
+from mvssl_plugin.data.labelled_sets import pretrain_val_set
+from mvssl_plugin.data.pretrain_set import pretrain_dataset, pretrain_samples
+from mvssl_plugin.data.solo_loaders import prepare_pretrain_dataloader, solo_loader
+from mvssl_plugin.data.transforms import pretrain_transform
+from mvssl_plugin.errors import ConfigError
+
+
+def check_batch_fits(cfg: DictConfig, num_images: int) -> None:
+    if num_images < cfg.optimizer.batch_size:
+        raise ConfigError(
+            f"data.train_path has {num_images} images (after data.fraction), fewer than "
+            f"optimizer.batch_size={cfg.optimizer.batch_size}: lower the batch size"
+        )
 
 
 def build_pretrain_loader(cfg: DictConfig, screen: Optional[Screen] = None) -> Tuple[Any, int]:

@@ -20,8 +20,8 @@ from torchvision import transforms
 from mvssl_plugin.data.imagefolder import class_folders, images_under, is_image_folder_tree
 from mvssl_plugin.encoder.model import input_transform_of, load_encoder
 from mvssl_plugin.errors import ConfigError, DataError
+from mvssl_plugin.files import check_writable_folder
 from mvssl_plugin.progress import progress
-from mvssl_plugin.runs import check_writable_folder
 from mvssl_plugin.torch_device import eval_device
 
 

@@ -27,18 +27,9 @@ from mvssl_plugin.encoder.card import model_card
 from mvssl_plugin.encoder.model import CARD, CONFIG, FORMAT, STANDARD, WEIGHTS, build_encoder_network
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.eval.compare import is_evaluation
+from mvssl_plugin.files import check_writable_folder, read_csv, read_json, write_json
 from mvssl_plugin.registry import beta_slot
-from mvssl_plugin.runs import (
-    KNN,
-    METRICS,
-    PROBE,
-    RUN_LOG,
-    check_writable_folder,
-    read_csv,
-    read_json,
-    run_files,
-    write_json,
-)
+from mvssl_plugin.runs import KNN, METRICS, PROBE, RUN_LOG, run_files
 
 #: datasets of small images: evaluated at their own size, no resize (solo-learn's pipelines)
 SMALL_IMAGES = {"cifar10": 32, "cifar100": 32, "stl10": 96}

@@ -17,18 +17,9 @@ from typing import Dict, List, Optional, Tuple
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.views import count_views
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.files import atomic_write_text, read_csv, read_json, write_csv
 from mvssl_plugin.registry import beta_slot
-from mvssl_plugin.runs import (
-    ARGS,
-    KNN,
-    METRICS,
-    PROBE,
-    atomic_write_text,
-    find_run_folders,
-    read_csv,
-    read_json,
-    write_csv,
-)
+from mvssl_plugin.runs import ARGS, KNN, METRICS, PROBE, find_run_folders
 
 
 @dataclass

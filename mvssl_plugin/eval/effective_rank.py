@@ -10,7 +10,7 @@ from typing import Optional
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from mvssl_plugin.eval.rank import rankme
+from mvssl_plugin.eval.rankme import rankme
 
 
 class EffectiveRank(Callback):

@@ -12,11 +12,13 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.utils.data import DataLoader
 
-from mvssl_plugin.data.datasets import Screen, classification_datasets
+from mvssl_plugin.data.dataset_files import Screen
 from mvssl_plugin.data.inmemory.eval_loaders import probe_memory_loaders
+from mvssl_plugin.data.labelled_sets import classification_datasets
 from mvssl_plugin.eval.features import extract_features
 from mvssl_plugin.eval.probe import ProbeSettings, patch_accuracy, train_probe
-from mvssl_plugin.runs import PROBE, write_json
+from mvssl_plugin.files import write_json
+from mvssl_plugin.runs import PROBE
 from mvssl_plugin.torch_device import eval_device
 
 

@@ -19,9 +19,10 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.files import read_json
 from mvssl_plugin.progress import progress
 from mvssl_plugin.registry import register
-from mvssl_plugin.runs import read_json, run_files
+from mvssl_plugin.runs import run_files
 
 
 def load_pretrained(path: str | Path) -> Tuple[nn.Module, OmegaConf, Path]:

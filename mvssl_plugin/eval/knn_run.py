@@ -15,11 +15,13 @@ from typing import List, Optional
 from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
-from mvssl_plugin.data.datasets import classification_datasets, eval_keeps_size
+from mvssl_plugin.data.labelled_sets import classification_datasets
 from mvssl_plugin.data.scan import screen_files
+from mvssl_plugin.data.transforms import eval_keeps_size
 from mvssl_plugin.eval.features import extract_features, load_pretrained
 from mvssl_plugin.eval.knn import knn_grid
-from mvssl_plugin.runs import KNN, write_csv
+from mvssl_plugin.files import write_csv
+from mvssl_plugin.runs import KNN
 from mvssl_plugin.torch_device import eval_device
 
 #: the flag each data path came from, named in the scan's messages

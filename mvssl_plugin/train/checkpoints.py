@@ -21,14 +21,9 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from solo.utils.checkpointer import Checkpointer
 
-from mvssl_plugin.runs import (
-    ARGS,
-    PARTIAL_SUFFIX,
-    atomic_write_text,
-    release_lock,
-    take_lock,
-    writing,
-)
+from mvssl_plugin.files import PARTIAL_SUFFIX, atomic_write_text, writing
+from mvssl_plugin.run_lock import release_lock, take_lock
+from mvssl_plugin.runs import ARGS
 
 RNG_KEY = "mvssl_rng_states"
 

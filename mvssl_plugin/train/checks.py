@@ -26,14 +26,15 @@ from mvssl_plugin.config import (
 )
 from mvssl_plugin.config.keys import check_keys
 from mvssl_plugin.data.checks import check_data, class_match_notices, nested_folder_notices
-from mvssl_plugin.data.datasets import Screen, eval_keeps_size
+from mvssl_plugin.data.dataset_files import Screen
 from mvssl_plugin.data.inmemory.cache import default_cache_dir
 from mvssl_plugin.data.inmemory.eval_loaders import probe_recipes
 from mvssl_plugin.data.scan import screen_files
+from mvssl_plugin.data.transforms import eval_keeps_size
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.files import check_writable_folder
 from mvssl_plugin.methods.barlow_vicreg import BarlowVICRegMethod
 from mvssl_plugin.registry import PLUGIN_METHODS, is_multiview
-from mvssl_plugin.runs import check_writable_folder
 from mvssl_plugin.train.peak_ram_check import check_peak_ram
 from mvssl_plugin.train.resume import resolve_checkpoint
 

@@ -22,7 +22,8 @@ from mvssl_plugin.data.inmemory.eval_loaders import LabelledImages, MemoryEvalLo
 from mvssl_plugin.data.pipeline import ViewRecipe
 from mvssl_plugin.eval.knn import all_classes_knn
 from mvssl_plugin.eval.time_to_accuracy import stays_at_or_above
-from mvssl_plugin.runs import EPOCH_KNN, write_csv
+from mvssl_plugin.files import write_csv
+from mvssl_plugin.runs import EPOCH_KNN
 from mvssl_plugin.train.run_log import RunLog, run_folder
 
 #: images per forward pass of the evaluation (no gradients: larger than a training batch)

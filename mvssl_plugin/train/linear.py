@@ -73,7 +73,7 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
     from solo.methods.base import BaseMethod
 
     from mvssl_plugin.train.checks import check_linear_cfg
-    from mvssl_plugin.train.summary import cpu_text
+    from mvssl_plugin.train.start_block import cpu_text
 
     cfg = open_cfg(cfg)
     register()
@@ -100,7 +100,7 @@ def linear(cfg: DictConfig):
     from solo.methods.linear import LinearModel
     from torch import nn
 
-    from mvssl_plugin.data.datasets import classification_loaders
+    from mvssl_plugin.data.solo_loaders import classification_loaders
     from mvssl_plugin.eval.fast_probe import fast_probe
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.trainer import fit

@@ -1,5 +1,5 @@
 """``scheduler.tail_epochs``: the lr decays linearly to zero over a run's last epochs
-(:func:`mvssl_plugin.lr_schedule.tail_factor`), on top of solo-learn's ``scheduler.name: none``.
+(:func:`mvssl_plugin.lr_tail_factor.tail_factor`), on top of solo-learn's ``scheduler.name: none``.
 
 A callback, not a torch scheduler: the lr is a function of the global step alone, so a run
 resumed from any checkpoint (its own, or its constant twin's from before the tail, which holds
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from lightning.pytorch.callbacks import Callback
 
-from mvssl_plugin.lr_schedule import tail_factor
+from mvssl_plugin.lr_tail_factor import tail_factor
 
 #: the key each param group keeps its lr before the tail under (saved with the optimizer's
 #: state, so a resume inside the tail scales the same base)

@@ -26,7 +26,7 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     from solo.args.pretrain import parse_cfg
     from solo.methods.base import BaseMethod
 
-    from mvssl_plugin.data.datasets import solo_data_format
+    from mvssl_plugin.data.solo_names import solo_data_format
     from mvssl_plugin.train.checks import check_pretrain_cfg
 
     check_views_given_once(cfg, hydra_overrides())
@@ -64,7 +64,7 @@ def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
     from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.epoch_knn import EpochKNN
     from mvssl_plugin.train.resume import resume_checkpoint
-    from mvssl_plugin.train.summary import StartBlock, record_facts, start_facts, steps_per_process
+    from mvssl_plugin.train.start_block import StartBlock, record_facts, start_facts, steps_per_process
     from mvssl_plugin.train.trainer import fit
 
     cfg, model = build_pretrain_model(cfg)

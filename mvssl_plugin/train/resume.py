@@ -27,16 +27,15 @@ from solo.utils.auto_resumer import AutoResumer
 
 from mvssl_plugin.config import select
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.files import read_json
+from mvssl_plugin.run_lock import describe_holder, lock_holder
 from mvssl_plugin.runs import (
     ARGS,
     RUN_LOG,
     checkpoints,
-    describe_holder,
     incomplete_checkpoints,
     is_complete_checkpoint,
-    lock_holder,
     newest_checkpoint,
-    read_json,
 )
 
 #: keys that change neither the model, the data nor the optimization: where and how a run

@@ -10,7 +10,8 @@
 "Training seconds" exclude validation and the sanity check, so methods are compared on
 what they spend learning; all clocks are saved in checkpoints and continue after a resume.
 The evaluation computed during training (effective rank) is in
-:mod:`mvssl_plugin.eval.effective_rank`; the printed lines in :mod:`mvssl_plugin.train.summary`.
+:mod:`mvssl_plugin.eval.effective_rank`; the printed lines in :mod:`mvssl_plugin.train.start_block`,
+:mod:`mvssl_plugin.train.epoch_line` and :mod:`mvssl_plugin.train.progress_lines`.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from mvssl_plugin import provenance
-from mvssl_plugin.runs import METRICS, RUN_LOG, TIME_TO_ACCURACY, read_csv, read_json, write_csv, write_json
+from mvssl_plugin.files import read_csv, read_json, write_csv, write_json
+from mvssl_plugin.runs import METRICS, RUN_LOG, TIME_TO_ACCURACY
 from mvssl_plugin.train.signals import slurm_job_id
 
 
 def run_folder(trainer) -> Optional[Path]:
     """The solo-learn run folder (where checkpoints and args.json go), if checkpointing."""
-    # local: solo-learn (all of it: seconds) loads when a run folder is looked up; train.summary and
+    # local: solo-learn (all of it: seconds) loads when a run folder is looked up; train.start_block and
     # train.epoch_knn import this module without it
     from solo.utils.checkpointer import Checkpointer
 

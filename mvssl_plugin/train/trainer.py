@@ -26,11 +26,12 @@ from mvssl_plugin.progress import is_terminal
 from mvssl_plugin.registry import beta_slot
 from mvssl_plugin.train.checkpoints import AtomicCheckpointer
 from mvssl_plugin.train.epoch_knn import EpochKNN
+from mvssl_plugin.train.epoch_line import EpochSummary
 from mvssl_plugin.train.lr_tail import LinearTail
+from mvssl_plugin.train.progress_lines import LogProgress
 from mvssl_plugin.train.resume import resume_checkpoint
 from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
 from mvssl_plugin.train.signals import GracefulStop
-from mvssl_plugin.train.summary import EpochSummary, LogProgress
 
 
 def run_tags(cfg: DictConfig) -> List[str]:

@@ -90,7 +90,7 @@ def test_a_longer_run_goes_on_from_a_finished_shorter_run_of_its_setting(monkeyp
     """Without a learning-rate schedule a shorter run is a prefix of a longer one: the longer one
     takes its curve rows and resumes its checkpoint, accepting the one change, max_epochs, until
     it has a checkpoint of its own."""
-    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.files import read_csv, write_csv
 
     scale = claims_grid.scale_named("cpu", tmp_path)
     data_at(monkeypatch, tmp_path)
@@ -237,7 +237,7 @@ def test_a_run_stopped_by_the_budget_is_carried_to_another_machine_and_finishes_
     """Machine A stops the run at its budget and copies its checkpoint into carry/ (committed);
     machine B, without the run's folder, resumes that checkpoint, and the finished row says which
     machine and precision ran which epochs; the carry goes once the run is done."""
-    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.files import read_csv, write_csv
 
     name = "mabt-m2-d256-rule-f1-e20-s1"
     point, _ = claims_grid.find_point(scale, name)
@@ -488,7 +488,7 @@ def test_views_to_reach_the_baseline_are_read_off_each_seeds_curve():
 
 
 def test_the_report_is_made_from_the_csvs(tmp_path, monkeypatch):
-    from mvssl_plugin.runs import write_csv
+    from mvssl_plugin.files import write_csv
 
     results, curves = rows("mabt", 2, 2048, "fixed", 1.0, claims_grid.BASE_EPOCHS, (50.0, 52.0))
     rule = rows("mabt", 2, 2048, "rule", 1.0, claims_grid.BASE_EPOCHS, (53.0,))
@@ -633,7 +633,7 @@ def test_a_run_is_estimated_from_this_machines_own_epochs_where_it_has_any():
 
 @pytest.mark.parametrize("scale", ["cpu"], indirect=True)
 def test_the_list_gives_each_unfinished_runs_minutes_left_here_and_their_sum(scale, monkeypatch, capsys):
-    from mvssl_plugin.runs import write_csv
+    from mvssl_plugin.files import write_csv
 
     name = "mabt-m2-d256-rule-f1-e20-s1"
     point, _ = claims_grid.find_point(scale, name)
@@ -863,7 +863,7 @@ def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_
     four = next(r for r in rows_ if (r["method"], r["m"], r["d"]) == ("mabt", 4, 256))
     assert four["s_per_step"] == pytest.approx(0.4) and four["views_per_s"] == pytest.approx(128 * 4 / 0.4, abs=0.1)
     assert four["steps"] == 6
-    from mvssl_plugin.runs import read_csv
+    from mvssl_plugin.files import read_csv
 
     assert len(read_csv(tmp_path / "step_times.csv")) == n
 
@@ -871,7 +871,7 @@ def test_step_times_alternate_the_settings_and_keep_the_median(monkeypatch, tmp_
 def test_step_times_replace_this_machines_rows_and_keep_another_machines(monkeypatch, tmp_path):
     """The wall-clock ratios depend on the CPU: a second machine's measurement is added beside
     the first's, and measuring again replaces only one's own rows, in place."""
-    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.files import read_csv, write_csv
 
     monkeypatch.setattr(clocks, "run_setting", lambda overrides, steps, out, profile, recipe="": [0.5] * steps)
     data_at(monkeypatch, tmp_path)
@@ -919,7 +919,7 @@ def test_an_equal_accuracy_claim_holds_unless_below_beyond_the_spread(fewer_imag
 
 def test_the_readme_claims_table_is_the_one_the_committed_csvs_make():
     """The README cannot drift from results.csv: `--report` writes the table between markers."""
-    from mvssl_plugin.runs import read_csv
+    from mvssl_plugin.files import read_csv
 
     grid = verdicts.Grid(read_csv(CPU.results), read_csv(CPU.curves))
     table = claims_report.claims_table(grid, read_csv(CPU.step_times), claims_grid.BASE_EPOCHS)
@@ -968,7 +968,7 @@ def test_the_gpu_scale_is_the_same_grid_at_resnet18_width(scale, monkeypatch, tm
 
 @pytest.mark.parametrize("scale", ["gpu"], indirect=True)
 def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(scale, monkeypatch, tmp_path):
-    from mvssl_plugin.runs import write_csv
+    from mvssl_plugin.files import write_csv
 
     results, curves = rows("mabt", 2, 2048, "fixed", 1.0, claims_grid.BASE_EPOCHS, (60.0,))
     four = rows("mabt", 4, 256, "rule", 1.0, claims_grid.BASE_EPOCHS, (70.0,))
@@ -1044,7 +1044,7 @@ def test_a_runs_child_trains_and_writes_one_curve_row_per_epoch_then_its_result(
     """The child as the harness starts it (``run_child``: the plugin's pretraining with the
     per-epoch callback), shrunk to tiny data: each epoch's row holds its kNN on the test split
     and its clocks, and the finished run's row is made from the last one."""
-    from mvssl_plugin.runs import read_csv
+    from mvssl_plugin.files import read_csv
 
     monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
     scale = claims_grid.scale_named("cpu", tmp_path / "claims")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import own_clock
 import pytest
 
-from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG, read_csv, write_csv, write_json
+from mvssl_plugin.files import read_csv, write_csv, write_json
+from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG
 
 
 def _run(folder, curve, finished=True):

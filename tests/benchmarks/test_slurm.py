@@ -22,7 +22,8 @@ from typing import Dict, List, Optional
 import pytest
 from helpers import REPO, make_image_folder
 
-from mvssl_plugin.runs import ARGS, METRICS, RUN_LOG, read_csv, read_json
+from mvssl_plugin.files import read_csv, read_json
+from mvssl_plugin.runs import ARGS, METRICS, RUN_LOG
 
 TEMPLATE = REPO / "benchmarks" / "slurm" / "pretrain.sbatch"
 CLUSTER_SCRIPT = REPO / "scripts" / "slurm_local.sh"

@@ -243,7 +243,7 @@ def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
 def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_schedule_never(tmp_path):
     """A constant lr makes a 3-epoch screen the first 3 epochs of the 18-epoch record run; a
     fitted schedule depends on max_epochs, so its screen is not the longer run's start."""
-    from mvssl_plugin.runs import write_csv
+    from mvssl_plugin.files import write_csv
 
     scale = grid.scale_named("cpu", tmp_path)
     finished = []
@@ -283,7 +283,7 @@ def test_a_tail_run_goes_on_from_its_constant_twins_checkpoint_up_to_the_tails_s
     """``--from-twin``: the twin's checkpoint (found by its step among the twin's epoch ends, with
     the twin's args.json) is carried for the next launch, the twin's curve rows up to it copied
     under the tail run's name naming their source; a checkpoint inside the tail is refused."""
-    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.files import read_csv, write_csv
 
     scale = grid.scale_named("cpu", tmp_path)
     tail = settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS)
@@ -313,7 +313,7 @@ def test_the_twin_keeps_its_checkpoint_at_the_tails_start_and_the_tail_run_goes_
     """The constant twin's child keeps its checkpoint after the tail's first epoch (the checkpointer
     removes it at its next save); when the tail run's turn comes in the budget loop, it goes on from
     that copy instead of training the twin's 59 epochs again; ``--from-twin`` alone takes it too."""
-    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.files import read_csv, write_csv
 
     scale = grid.scale_named("cpu", tmp_path)
     tail = settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS)
@@ -487,7 +487,7 @@ def test_a_setting_trains_through_main_pretrain_and_its_schedule_ends_at_the_bud
 
 
 def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_runs(tmp_path):
-    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.files import read_csv, write_csv
 
     out = tmp_path / "speedrun"
     out.mkdir()
@@ -527,7 +527,7 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
 
 
 def test_the_claims_grids_runs_of_the_reference_come_in_as_its_screen_and_record_naming_their_source(tmp_path):
-    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.files import read_csv, write_csv
 
     claims, out = tmp_path / "claims", tmp_path / "speedrun"
     claims.mkdir()
@@ -597,7 +597,7 @@ def test_the_recipes_train_as_a_user_runs_them(recipe, tiny_cifar, tmp_path, one
 def test_the_claims_baseline_is_timed_with_the_step_measured_beside_the_settings_where_there_is_one(tmp_path):
     """On a machine that timed the speedrun's settings, the baseline takes the step measured in that
     same round (its ratios to the settings are side by side); elsewhere the claims grid's own."""
-    from mvssl_plugin.runs import read_csv, write_csv
+    from mvssl_plugin.files import read_csv, write_csv
 
     name = settings.BASELINE.name(1)
     write_csv(tmp_path / "curves.csv", _curve(name, [40, 50, 56]))

@@ -55,7 +55,7 @@ def test_multirun_sweep_records_each_job_and_feeds_the_report(tiny_cifar, tmp_pa
         commands.append(launch["command"])
     assert {c.split("data.num_views=")[1].split()[0] for c in commands} == {"2", "4"}
 
-    report = run_entry("benchmarks/report.py", ["--results", str(results)], cwd=tmp_path)
+    report = run_entry("benchmarks/study_report.py", ["--results", str(results)], cwd=tmp_path)
     assert report.returncode == 0, report.stderr[-3000:]
     text = (results / "report.md").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| mabt |")]

@@ -7,7 +7,8 @@ import pytest
 from helpers import run_entry, tiny_overrides
 
 from mvssl_plugin.config.hardware import plan_cpu_threads, usable_cores
-from mvssl_plugin.runs import ARGS, read_json
+from mvssl_plugin.files import read_json
+from mvssl_plugin.runs import ARGS
 
 #: what makes oneDNN pick its AVX2 kernels on any x86 CPU (an AVX-512 one included)
 AVX2_ONLY = {"DNNL_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OMP_NUM_THREADS": "1"}

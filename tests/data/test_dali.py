@@ -14,7 +14,8 @@ from PIL import Image
 
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.data.dali import DaliMultiViewLoader, EpochShards, ViewRecipe
-from mvssl_plugin.data.datasets import pretrain_dataset, pretrain_samples, pretrain_transform
+from mvssl_plugin.data.pretrain_set import pretrain_dataset, pretrain_samples
+from mvssl_plugin.data.transforms import pretrain_transform
 from mvssl_plugin.errors import ConfigError, DataError
 from mvssl_plugin.train.pretrain import pretrain
 

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 from helpers import checked_config, make_image_folder
 
-from mvssl_plugin.data.datasets import holdout_samples, pretrain_samples
 from mvssl_plugin.data.holdout import holdout_positions
+from mvssl_plugin.data.pretrain_set import holdout_samples, pretrain_samples
 from mvssl_plugin.errors import ConfigError
 
 

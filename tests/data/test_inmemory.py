@@ -509,7 +509,7 @@ def test_probe_memory_loaders_keep_the_files_and_labels_of_the_torchvision_path(
     memory probe must pair each decoded image with its own label, as torchvision's does."""
     from solo.data.classification_dataloader import prepare_transforms
 
-    from mvssl_plugin.data.datasets import classification_datasets
+    from mvssl_plugin.data.labelled_sets import classification_datasets
 
     for split in ("train", "test"):
         for label in range(3):

@@ -17,10 +17,10 @@ from PIL import Image
 
 import mvssl_plugin.data.inmemory.cache as memory_cache
 from mvssl_plugin.cli.config_name import compose_recipe
-from mvssl_plugin.data.datasets import pretrain_dataset, pretrain_samples
 from mvssl_plugin.data.inmemory.cache import decode_to_uint8, memory_bytes_needed
 from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
 from mvssl_plugin.data.pixels import dali_reads_as_is
+from mvssl_plugin.data.pretrain_set import pretrain_dataset, pretrain_samples
 from mvssl_plugin.errors import DataError
 
 W, H = 13, 11

@@ -13,7 +13,8 @@ from PIL import Image
 
 from mvssl_plugin.data.scan import BadFile, inspect_file, odd_sized, scan_images, screen_files
 from mvssl_plugin.errors import DataError
-from mvssl_plugin.runs import RUN_LOG, read_json
+from mvssl_plugin.files import read_json
+from mvssl_plugin.runs import RUN_LOG
 
 FORMATS = ["image_folder", pytest.param("dali", marks=NEEDS_DALI), "memory"]
 

@@ -7,7 +7,7 @@ import pytest
 from helpers import run_entry
 
 from mvssl_plugin.eval.compare import pareto_front
-from mvssl_plugin.runs import read_csv
+from mvssl_plugin.files import read_csv
 
 
 def test_pareto_front_keeps_runs_nothing_beats():

@@ -7,7 +7,7 @@ import re
 import pytest
 from helpers import run_entry
 
-from mvssl_plugin.runs import read_csv
+from mvssl_plugin.files import read_csv
 
 
 @pytest.mark.slow

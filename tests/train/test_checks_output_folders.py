@@ -13,7 +13,7 @@ import torch
 from helpers import assert_one_line, run_entry, tiny_overrides
 
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.runs import check_writable_folder
+from mvssl_plugin.files import check_writable_folder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -12,7 +12,8 @@ import torch
 from helpers import assert_one_line, make_image_folder, pretrain_args, run_entry
 from lightning.pytorch import LightningModule, Trainer
 
-from mvssl_plugin.runs import EPOCH_KNN, KNN, METRICS, read_csv
+from mvssl_plugin.files import read_csv
+from mvssl_plugin.runs import EPOCH_KNN, KNN, METRICS
 from mvssl_plugin.train.epoch_knn import EpochKNN
 from mvssl_plugin.train.run_log import RunLog
 
@@ -40,7 +41,7 @@ def _training_tree_without_the_holdout(data: dict, out) -> str:
 
     from helpers import checked_config
 
-    from mvssl_plugin.data.datasets import holdout_samples
+    from mvssl_plugin.data.pretrain_set import holdout_samples
 
     cfg = checked_config("mabt_cifar.yaml", "cpu", **{"data.train_path": data["train"], "data.holdout": 6})
     held = set(holdout_samples(cfg)[0])

@@ -10,7 +10,7 @@ from helpers import assert_one_line, checked_config, run_entry, tiny_overrides
 
 from mvssl_plugin.config import check_training_keys
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.lr_schedule import tail_factor
+from mvssl_plugin.lr_tail_factor import tail_factor
 from mvssl_plugin.train.lr_tail import BASE_LR
 
 pytestmark = pytest.mark.usefixtures("one_thread")

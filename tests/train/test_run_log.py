@@ -9,7 +9,8 @@ import re
 import pytest
 from helpers import kill_in_second_epoch, make_image_folder, pretrain_args, run_entry
 
-from mvssl_plugin.runs import RUN_LOG, read_csv, read_json
+from mvssl_plugin.files import read_csv, read_json
+from mvssl_plugin.runs import RUN_LOG
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

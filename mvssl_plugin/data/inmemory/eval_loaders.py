@@ -13,18 +13,13 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import Subset
 
-from mvssl_plugin.data.datasets import (
-    classification_datasets,
-    dataset_files,
-    dataset_labels,
-    holdout_count,
-    holdout_samples,
-    pretrain_samples,
-)
+from mvssl_plugin.data.dataset_files import dataset_files, dataset_labels
 from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
 from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, default_cache_dir, memory_bytes_needed
 from mvssl_plugin.data.inmemory.devices import moved, training_device
+from mvssl_plugin.data.labelled_sets import classification_datasets
 from mvssl_plugin.data.pipeline import ViewRecipe, process_group
+from mvssl_plugin.data.pretrain_set import holdout_count, holdout_samples, pretrain_samples
 from mvssl_plugin.errors import ConfigError
 
 

@@ -1,10 +1,10 @@
-"""The lr's tail (mvssl_plugin/lr_schedule.py): constant, then a straight line to zero."""
+"""The lr's tail factor (mvssl_plugin/lr_tail_factor.py): constant, then a straight line to zero."""
 
 from __future__ import annotations
 
 import pytest
 
-from mvssl_plugin.lr_schedule import tail_factor
+from mvssl_plugin.lr_tail_factor import tail_factor
 
 
 def test_the_lr_is_constant_until_the_tail_then_falls_by_one_tail_step_each_step():

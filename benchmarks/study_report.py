@@ -1,6 +1,6 @@
 """Rebuilds the paper-claims report from every run under benchmarks/results/.
 
-    python benchmarks/report.py [--results benchmarks/results] [--metric val_acc1]
+    python benchmarks/study_report.py [--results benchmarks/results] [--metric val_acc1]
 
 Runs are the folders the study recipes write (``scripts/pretrain/cifar10/study_*.yaml``):
 args.json + metrics.csv + run.json (exact command, device, clocks). Runs accumulate across
@@ -214,7 +214,7 @@ def main() -> None:
     studies = collect(results)
     parts = [
         "# The paper's three claims: our runs\n\n",
-        "Rebuilt by `python benchmarks/report.py` from every run under `benchmarks/results/`. "
+        "Rebuilt by `python benchmarks/study_report.py` from every run under `benchmarks/results/`. "
         "Accuracy: solo-learn's online linear classifier on the CIFAR-10 test set after each epoch "
         "(`val_acc1`); times: training seconds, validation excluded (metrics.csv).\n\n",
         study_a(studies.get("study_a_pdim", {}), results),

@@ -1,11 +1,11 @@
-"""RankMe (eval/rank.py): the effective rank counts the dimensions embeddings use."""
+"""RankMe (eval/rankme.py): the effective rank counts the dimensions embeddings use."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from mvssl_plugin.eval.rank import rankme
+from mvssl_plugin.eval.rankme import rankme
 
 
 def test_rankme_counts_used_dimensions():

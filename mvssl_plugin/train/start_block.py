@@ -1,35 +1,30 @@
-"""What a run prints: the start block, what a pretraining run is about to do, printed once
-before training; and each epoch's metrics as one line (:class:`EpochSummary`, always on).
+"""The start block: what a pretraining run is about to do, printed once before training.
 
-The start block's facts go into the config as ``run_summary`` (so into args.json and wandb);
-the run folder is added when it exists (the checkpointer makes it at setup).
+The block's facts go into the config as ``run_summary`` (so into args.json and wandb); the run
+folder is added when it exists (the checkpointer makes it at setup).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections import Counter
 from typing import Dict, Optional
 
-from lightning.pytorch.callbacks import Callback, ProgressBar
+from lightning.pytorch.callbacks import Callback
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
 from mvssl_plugin.config import select
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.hardware import world_size
-from mvssl_plugin.progress import LineProgress
+from mvssl_plugin.config.views import views_per_resolution
 from mvssl_plugin.registry import beta_slot, is_multiview
 from mvssl_plugin.train.run_log import run_folder
 
 
 def views_text(cfg: DictConfig) -> str:
     """``4 x 32 px`` or ``2 x 32 px + 6 x 16 px``: views per image by resolution."""
-    sizes = Counter()
-    for pipeline in cfg.augmentations:
-        sizes[int(pipeline.crop_size)] += int(pipeline.num_crops)
-    return " + ".join(f"{n} x {size} px" for size, n in sizes.items())
+    return " + ".join(f"{n} x {size} px" for size, n in views_per_resolution(cfg).items())
 
 
 def beta_text(cfg: DictConfig) -> str:
@@ -121,95 +116,3 @@ class StartBlock(Callback):
 def record_facts(cfg: DictConfig, facts: Dict[str, str]) -> None:
     """Keeps the facts in the config (args.json, wandb) as ``run_summary``."""
     cfg.run_summary = OmegaConf.create(dict(facts))
-
-
-class EpochSummary(Callback):
-    """Prints each epoch's metrics, which Lightning shows nowhere without a logger.
-
-    Hooks are chosen to run after Lightning has reduced the epoch's values: validation
-    at ``on_validation_end``, training at the next epoch's start and at the end of fit,
-    and only for epochs this process trained (a resumed run has no values for the epoch
-    it resumed after).
-    """
-
-    def __init__(self) -> None:
-        self._trained_epoch: Optional[int] = None
-
-    def on_validation_end(self, trainer, pl_module) -> None:
-        if not trainer.sanity_checking:
-            self._print(trainer, "val", trainer.current_epoch)
-
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        self._trained_epoch = trainer.current_epoch
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        if self._trained_epoch is not None and self._trained_epoch == trainer.current_epoch - 1:
-            self._print(trainer, "train", self._trained_epoch)
-
-    def on_train_end(self, trainer, pl_module) -> None:
-        if self._trained_epoch is not None:
-            self._print(trainer, "train", self._trained_epoch)
-
-    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        """Closes the progress bars now, so they are not redrawn at interpreter exit,
-        after everything else the run printed."""
-        bar = trainer.progress_bar_callback
-        for name in ("_train_progress_bar", "_val_progress_bar", "_test_progress_bar", "_predict_progress_bar"):
-            tqdm_bar = getattr(bar, name, None)
-            if tqdm_bar is not None:
-                tqdm_bar.close()
-
-    @staticmethod
-    def _print(trainer, prefix: str, epoch: int) -> None:
-        metrics = {
-            k.removesuffix("_epoch"): float(v)
-            for k, v in trainer.callback_metrics.items()
-            if k.startswith(prefix) and not k.endswith("_step") and v.numel() == 1
-        }
-        if metrics and trainer.is_global_zero:
-            text = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
-            line = f"mvssl: epoch {epoch} {text}"
-            bar = trainer.progress_bar_callback
-            bar.print(line) if bar is not None else print(line, flush=True)  # keeps tqdm's bars intact
-
-
-class LogProgress(ProgressBar):
-    """Lightning's progress bar for a log file (stdout not a terminal): lines as
-    :class:`~mvssl_plugin.progress.LineProgress` spaces them, ``mvssl: epoch 3, training step 120/390 (31%), 42 s``,
-    instead of tqdm's carriage-return redraws. Global rank 0 only."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._enabled = True
-        self._train: Optional[LineProgress] = None
-        self._val: Optional[LineProgress] = None
-        self._val_done = 0
-
-    def disable(self) -> None:
-        self._enabled = False
-
-    def enable(self) -> None:
-        self._enabled = True
-
-    def _lines(self, trainer, stage: str, total) -> LineProgress:
-        steps = int(total) if total is not None and math.isfinite(total) else None
-        return LineProgress(f"mvssl: epoch {trainer.current_epoch}, {stage}", steps)
-
-    def _say(self, trainer, lines: Optional[LineProgress], done: int) -> None:
-        line = lines.update(done) if lines is not None else None
-        if line is not None and self._enabled and trainer.is_global_zero:
-            print(line, flush=True)
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self._train = self._lines(trainer, "training step", self.total_train_batches)
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        self._say(trainer, self._train, batch_idx + 1)
-
-    def on_validation_start(self, trainer, pl_module) -> None:
-        self._val, self._val_done = self._lines(trainer, "validation batch", self.total_val_batches), 0
-
-    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-        if not trainer.sanity_checking:
-            self._val_done += 1
-            self._say(trainer, self._val, self._val_done)

@@ -1,4 +1,4 @@
-"""Validation labels by class name (data/datasets.py relabels by folder name), through the entry
+"""Validation labels by class name (data/labels.py relabels by folder name), through the entry
 points a user runs: main_pretrain.py (online validation), main_linear.py (solo-learn's linear
 evaluation and the fast probe) and main_knn.py."""
 
@@ -82,8 +82,9 @@ def test_subset_labels_are_the_training_indices_in_every_dataset(tmp_path):
     with solo-learn's data_fraction (which subsets samples only) and data.val_fraction."""
     from solo.data.classification_dataloader import prepare_transforms
 
-    from mvssl_plugin.data.datasets import classification_datasets, dataset_labels, pretrain_val_set
+    from mvssl_plugin.data.dataset_files import dataset_labels
     from mvssl_plugin.data.inmemory.eval_loaders import val_memory_loader
+    from mvssl_plugin.data.labelled_sets import classification_datasets, pretrain_val_set
 
     data = drop_class(trees(tmp_path, per_class=6, val_per_class=4), "class_0")
     cfg = OmegaConf.create(
@@ -238,7 +239,7 @@ def test_symlink_loop_counted_once_in_every_format(data_format, tmp_path):
 
 
 def test_a_val_fraction_too_small_for_its_classes_is_named_with_the_range_that_works():
-    from mvssl_plugin.data.datasets import stratified_subset
+    from mvssl_plugin.data.labels import stratified_subset
     from mvssl_plugin.errors import ConfigError
 
     class Labelled:
