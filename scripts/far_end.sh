@@ -38,7 +38,7 @@ say "fast tier"
 ("$VENV/bin/python" -m pytest -q -p no:cacheprovider -m "not slow" -n 2 --dist loadscope)
 say "one epoch of mabt through solo-learn's own main_pretrain.py (mvssl-recipes install-solo)"
 work=$(mktemp -d)
-if [ -f "$SOLO/main_pretrain.py" ]; then cp -r "$SOLO" "$work/solo-learn"; else
+if [ -f "$SOLO/main_pretrain.py" ]; then cp -r "$SOLO" "$work/solo-learn"; chmod -R u+w "$work/solo-learn"; else
   git clone -q https://github.com/vturrisi/solo-learn "$work/solo-learn"
   git -C "$work/solo-learn" checkout -q 9187ea39c2c3f43c455ab06664d2b019a9802954; fi
 "$VENV/bin/mvssl-recipes" install-solo "$work/solo-learn" > /dev/null
