@@ -28,7 +28,11 @@ if [ -f "$SOLO/setup.py" ]; then pip --no-build-isolation "$SOLO"; else
 theirs() { "$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -iE '^(torch|torchvision|lightning|torchmetrics)==' | sort; }
 before=$(theirs)
 say "before the plugin: $(echo $before)"
-pip --no-build-isolation -e ".[test]"
+# as docs/install.md says: what the environment holds, as constraints, so pip picks the plugin's other
+# dependencies to fit them (kornia 0.9 would otherwise take torch up to 2.5.1 or newer)
+keep="$VENV/keep.txt"
+echo "$before" > "$keep"
+pip --no-build-isolation -c "$keep" -e ".[test]"
 after=$(theirs)
 if [ "$before" != "$after" ]; then
   say "installing the plugin changed the user's packages:"; diff <(echo "$before") <(echo "$after") || true; exit 1
