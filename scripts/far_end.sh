@@ -46,11 +46,13 @@ if [ -f "$SOLO/main_pretrain.py" ]; then cp -r "$SOLO" "$work/solo-learn"; chmod
   git clone -q https://github.com/vturrisi/solo-learn "$work/solo-learn"
   git -C "$work/solo-learn" checkout -q 9187ea39c2c3f43c455ab06664d2b019a9802954; fi
 "$VENV/bin/mvssl-recipes" install-solo "$work/solo-learn" > /dev/null
-"$VENV/bin/python" -c "from mvssl_plugin.synthetic import write_image_folder as w; w('$work/data/train', classes=5)"
+"$VENV/bin/python" -c "from mvssl_plugin.synthetic import write_image_folder as w
+w('$work/data/train', classes=5); w('$work/data/val', classes=5, per_class=4, seed=1)"
 (cd "$work/solo-learn" && OMP_NUM_THREADS=1 WANDB_MODE=offline "$VENV/bin/python" main_pretrain.py \
   --config-path scripts/pretrain/cifar/ --config-name mabt.yaml data.dataset=custom \
-  data.train_path="$work/data/train" data.val_path=null data.num_workers=0 backbone.name=resnet18 \
-  optimizer.batch_size=8 max_epochs=1 accelerator=cpu devices=1 strategy=auto sync_batchnorm=false \
+  data.train_path="$work/data/train" data.val_path="$work/data/val" data.num_workers=0 \
+  backbone.name=narrow_resnet18 +backbone.kwargs.width=8 optimizer.batch_size=8 max_epochs=1 \
+  accelerator=cpu "devices='1'" strategy=auto sync_batchnorm=false \
   precision=32 wandb.enabled=false checkpoint.dir="$work/out" auto_resume.enabled=false) > "$work/run.log" 2>&1 \
   || { tail -30 "$work/run.log"; exit 1; }
 say "ended 0: $(find "$work/out" -name '*.ckpt' | head -1)"
