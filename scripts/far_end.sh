@@ -8,7 +8,7 @@
 # .ci/run calls it after the suite; docs/install.md, "Into your own environment".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV=${1:?usage: far_end.sh VENV [TORCH TORCHVISION]}
+VENV=$(realpath -m "${1:?usage: far_end.sh VENV [TORCH TORCHVISION]}")  # absolute: the last step runs elsewhere
 TORCH=${2:-2.14.1}
 TORCHVISION=${3:-0.29.1}
 # torch >= 2.14 wants setuptools >= 77.0.3; solo-learn's setup.py and Lightning 2.1 import pkg_resources,
