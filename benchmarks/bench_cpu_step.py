@@ -1,4 +1,5 @@
-"""The whole CPU training step, paired: precision x memory format, as a run trains.
+"""The whole CPU training step, paired: precision x memory format, torch.compile and Adam's
+implementations, as a run trains.
 
     python benchmarks/bench_cpu_step.py [--steps 12] [--rounds 3] [--views 4 2] [--profile]
 
@@ -7,8 +8,9 @@ Each setting is ``main_pretrain.py --config-name mabt_cifar_cpu.yaml data.format
 ResNet-18, d = 256, batch 128), its ``--steps`` training steps after 3 warm-up steps timed by
 ``step_clock.run_setting`` (a step: the views' augmentation, forward, loss, backward and the
 optimizer). The settings alternate within each round so that all see the same machine; the
-table gives medians and the ratio of views/s to the first setting (fp32, channels-last: the
-CPU default before bf16 became one).
+table gives medians and the ratio of views/s to the first setting run (of all: fp32,
+channels-last, the CPU default before bf16 became one; ``--only "bf16 channels-last" ...``
+compares the candidates with today's bf16 step).
 
 ``--profile`` prints, per setting, the operators that take the most time over a few steps
 (torch.profiler): where a setting gains or loses.
@@ -32,6 +34,10 @@ SETTINGS = (
     ("fp32 contiguous", ["precision=32", "performance.disable_channel_last=true"]),
     ("bf16 channels-last", ["precision=bf16-mixed", "performance.disable_channel_last=false"]),
     ("bf16 contiguous", ["precision=bf16-mixed", "performance.disable_channel_last=true"]),
+    # the CPU step issue's candidates, each on the bf16 channels-last step
+    ("bf16 channels-last, compiled", ["precision=bf16-mixed", "performance.compile=true"]),
+    ("bf16 channels-last, fused Adam", ["precision=bf16-mixed", "+optimizer.kwargs.fused=true"]),
+    ("bf16 channels-last, foreach Adam", ["precision=bf16-mixed", "+optimizer.kwargs.foreach=true"]),
 )
 
 

@@ -28,7 +28,9 @@ from typing import Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 #: FLOPs per cycle per core of one FMA-capable vector pipe pair, by what the CPU has (see ``peak``)
-VERBOSE_CONV = re.compile(r"exec,cpu,convolution,([^,]+),([^,]+),.*,([\d.]+)$")
+VERBOSE_CONV = re.compile(r"exec,cpu,convolution,([^,]+),([^,]+),.*,([^,]+),([\d.]+)$")
+#: oneDNN's problem descriptor of a 2-D convolution: batch, groups, channels, sides, kernel, stride
+CONV_SHAPE = re.compile(r"mb(\d+)(?:g(\d+))?_ic(\d+)oc(\d+)_ih\d+oh(\d+)kh(\d+)sh(\d+).*_iw\d+ow(\d+)kw(\d+)")
 
 
 def cpu_facts() -> Dict[str, object]:
@@ -127,8 +129,9 @@ def account(steps: int) -> Dict[str, object]:
     return {"by_op": by_op, "step": statistics.median(times), "bf16": bf16, "batch": batch, "views": len(views)}
 
 
-def kernels() -> Dict[Tuple[str, str], List[float]]:
-    """(pass, oneDNN implementation) -> the milliseconds of each call, from one step of a child."""
+def kernels() -> Dict[Tuple[str, str, str], List[float]]:
+    """(pass, oneDNN implementation, problem descriptor) -> the milliseconds of each call, from one
+    step of a child."""
     env = {**os.environ, "ONEDNN_VERBOSE": "1"}
     code = (
         "import sys; sys.argv = ['x']; import step_accounting as s; import torch\n"
@@ -144,12 +147,33 @@ def kernels() -> Dict[Tuple[str, str], List[float]]:
         [sys.executable, "-c", code], cwd=REPO, env={**env, "PYTHONPATH": str(REPO / "benchmarks")},
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    found: Dict[Tuple[str, str], List[float]] = defaultdict(list)
+    found: Dict[Tuple[str, str, str], List[float]] = defaultdict(list)
     for line in out.split("=== measured step", 1)[-1].splitlines():
         match = VERBOSE_CONV.search(line)
         if match:
-            found[(match.group(2), match.group(1))].append(float(match.group(3)))
+            found[(match.group(2), match.group(1), match.group(3))].append(float(match.group(4)))
     return found
+
+
+def conv_flops(shape: str) -> Tuple[str, float]:
+    """(a layer's label, its FLOPs in one pass) from oneDNN's descriptor: 2 x batch x in x out
+    channels (per group) x output pixels x kernel area; the same for forward, data and weights."""
+    match = CONV_SHAPE.search(shape)
+    if match is None:
+        return shape, 0.0
+    mb, g, ic, oc, oh, kh, sh, ow, kw = (int(x) if x else 1 for x in match.groups())
+    label = f"{ic}->{oc} ch, {kh}x{kw}/{sh}, {oh} px out"
+    return label, 2.0 * mb * (ic // g) * oc * oh * ow * kh * kw
+
+
+def by_layer(found: Dict[Tuple[str, str, str], List[float]]) -> Dict[str, Dict[str, List[float]]]:
+    """layer label -> pass -> [ms, FLOPs] summed over the step's calls."""
+    rows: Dict[str, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0]))
+    for (kind, _, shape), ms in found.items():
+        label, flops = conv_flops(shape)
+        rows[label][kind][0] += sum(ms)
+        rows[label][kind][1] += flops * len(ms)
+    return rows
 
 
 def main() -> None:
@@ -182,10 +206,25 @@ def main() -> None:
     )
     if args.no_kernels:
         return
+    calls = kernels()
+    per_kernel: Dict[Tuple[str, str], List[float]] = defaultdict(list)
+    for (kind, impl, _), ms in calls.items():
+        per_kernel[(kind, impl)] += ms
     print("\n| pass | oneDNN convolution kernel | calls | ms in one step |")
     print("|---|---|---|---|")
-    for (kind, impl), ms in sorted(kernels().items(), key=lambda kv: -sum(kv[1])):
+    for (kind, impl), ms in sorted(per_kernel.items(), key=lambda kv: -sum(kv[1])):
         print(f"| {kind} | {impl} | {len(ms)} | {sum(ms):.1f} |")
+    passes = ("forward_training", "backward_data", "backward_weights")
+    print(f"\nEach convolution shape's achieved GFLOP/s per pass (its share of the {top / 1e9:.0f} GFLOP/s peak):\n")
+    print("| layer | ms in one step | " + " | ".join(passes) + " |")
+    print("|---|---|" + "---|" * len(passes))
+    layers = by_layer(calls)
+    for label, kinds in sorted(layers.items(), key=lambda kv: -sum(v[0] for v in kv[1].values())):
+        cells = []
+        for kind in passes:
+            ms, flops = kinds.get(kind, [0.0, 0.0])
+            cells.append(f"{flops / ms / 1e6:.0f} ({flops / ms / 1e6 / (top / 1e9):.0%})" if ms else "-")
+        print(f"| {label} | {sum(v[0] for v in kinds.values()):.1f} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,194 @@
+"""solo-learn's methods and ours, tuned alike: the same screens for every method, picked on the
+validation split, never on the test set.
+
+    python benchmarks/leaderboard.py plan [--round A|B]   # one "tag|main_pretrain.py arguments" line a screen
+    python benchmarks/leaderboard.py collect ROOT         # copies the finished screens below ROOT here
+    python benchmarks/leaderboard.py report               # screens.csv, screens.md: each method's pick
+
+Each method starts from its CPU recipe (solo-learn's CIFAR recipe as it ships, on the speedrun's
+backbone, data path and precision; ours, ``speedrun_cpu.yaml``) and gets the same six screens:
+its LARS + warm-up-cosine at 0.5x, 1x and 2x the lr solo-learn ships (ours: Barlow Twins' 0.3),
+and Adam at a constant 1e-3, 2e-3 and 4e-3 (ours' family). Every screen trains 3 epochs (the
+speedrun levers' screen) with ``data.holdout=5000`` held out of training and no test set
+(``data.val_path=null``), and is read by ``knn_holdout_acc1`` after its last epoch. Round A is each
+method's shipped setting and Adam at 2e-3; round B the other four. The lrs are solo-learn's
+nominal ones: it multiplies them by batch / 256 (the peers' recipes use 256, ours 128).
+
+To run a plan, one screen at a time and nothing else beside it::
+
+    python benchmarks/leaderboard.py plan | while IFS='|' read -r tag args; do
+        python main_pretrain.py $args name=$tag checkpoint.dir=ROOT/$tag; done
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from own_clock import machine
+
+from mvssl_plugin.files import read_csv, read_json, write_csv, write_json
+from mvssl_plugin.runs import EPOCH_KNN, RUN_LOG, find_run_folders
+
+OUT = Path(__file__).resolve().parent / "results" / "leaderboard"
+SCREEN_EPOCHS = 3
+#: every screen: its budget, the split it is read on, and no test set
+SCREEN = (f"max_epochs={SCREEN_EPOCHS}", "seed=1", "data.holdout=5000", "data.val_path=null", "epoch_knn.enabled=true")
+ADAM = ("optimizer.name=adam", "~optimizer.kwargs", "optimizer.weight_decay=1e-6", "scheduler.name=none")
+#: solo-learn's LARS settings for its CIFAR recipes, for a recipe that ships Adam
+LARS = (
+    "optimizer.name=lars",
+    "optimizer.weight_decay=1e-4",
+    "+optimizer.kwargs.clip_lr=True",
+    "+optimizer.kwargs.eta=0.02",
+    "+optimizer.kwargs.exclude_bias_n_norm=True",
+    "scheduler.name=warmup_cosine",
+    "scheduler.warmup_epochs=0.2",
+)
+ADAM_LRS = ("2e-3", "1e-3", "4e-3")
+LARS_FACTORS = (1.0, 0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class Method:
+    key: str
+    recipe: str
+    lars_lr: float  # the LARS lr solo-learn ships for it (ours: Barlow Twins')
+    ships: str  # the optimizer its recipe ships: "lars" or "adam"
+
+
+METHODS = (
+    Method("barlow", "solo_barlow_cifar_cpu.yaml", 0.3, "lars"),
+    Method("vicreg", "solo_vicreg_cifar_cpu.yaml", 0.3, "lars"),
+    Method("simclr", "solo_simclr_cifar_cpu.yaml", 0.4, "lars"),
+    Method("byol", "solo_byol_cifar_cpu.yaml", 1.0, "lars"),
+    Method("mabt", "speedrun_cpu.yaml", 0.3, "adam"),
+)
+
+
+@dataclass(frozen=True)
+class Screen:
+    method: Method
+    optimizer: str  # "lars" or "adam"
+    lr: str
+
+    @property
+    def tag(self) -> str:
+        return f"{self.method.key}-{self.optimizer}-{self.lr}"
+
+    @property
+    def round(self) -> str:
+        shipped = f"{self.method.lars_lr:g}" if self.optimizer == "lars" else ADAM_LRS[0]
+        return "A" if self.lr == shipped else "B"
+
+    def arguments(self) -> List[str]:
+        family: Tuple[str, ...] = ()
+        if self.optimizer != self.method.ships:
+            family = ADAM if self.optimizer == "adam" else LARS
+        return ["--config-name", self.method.recipe, *SCREEN, *family, f"optimizer.lr={self.lr}"]
+
+
+def screens(round_: Optional[str] = None) -> List[Screen]:
+    """Every method's six screens, round A's first."""
+    every = [
+        Screen(m, opt, lr)
+        for m in METHODS
+        for opt, lrs in (("lars", [f"{m.lars_lr * f:g}" for f in LARS_FACTORS]), ("adam", ADAM_LRS))
+        for lr in lrs
+    ]
+    every.sort(key=lambda s: s.round)
+    return [s for s in every if round_ in (None, s.round)]
+
+
+def collect(root: Path, out: Path = OUT / "screens") -> List[Path]:
+    """Copies each finished screen's small files below ``root`` (and ``root/<tag>.log``, its console)."""
+    copied = []
+    tags = {s.tag for s in screens()}
+    for folder in find_run_folders(root):
+        args, launches = read_json(folder / "args.json"), read_json(folder / RUN_LOG, {"launches": []})["launches"]
+        if args.get("name") not in tags or not launches or not launches[-1].get("finished"):
+            continue
+        target = out / str(args["name"])
+        target.mkdir(parents=True, exist_ok=True)
+        for name in (EPOCH_KNN, RUN_LOG, "args.json"):
+            shutil.copy2(folder / name, target / name)
+        log = root / f"{args['name']}.log"
+        if log.is_file():
+            shutil.copy2(log, target / "console.log")
+        write_json(target / "machine.json", machine())
+        copied.append(target)
+    return copied
+
+
+def row(folder: Path) -> Dict[str, object]:
+    """One screen's reading: its holdout kNN after each epoch, its training minutes."""
+    by_tag = {s.tag: s for s in screens()}
+    screen, args = by_tag[folder.name], read_json(folder / "args.json")
+    knn = read_csv(folder / EPOCH_KNN)
+    return {
+        "tag": folder.name,
+        "method": args["method"],
+        "optimizer": screen.optimizer,
+        "lr": screen.lr,
+        "batch": args["optimizer"]["batch_size"],
+        "round": screen.round,
+        "holdout_knn": float(knn[-1]["knn_holdout_acc1"]),
+        "curve": " ".join(f"{float(r['knn_holdout_acc1']):.2f}" for r in knn),
+        "train_minutes": round(float(knn[-1]["train_seconds"]) / 60, 1),
+        "cpu": read_json(folder / "machine.json")["model"],
+    }
+
+
+def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
+    """Each method's best screen by its holdout kNN (a tie: the first screened)."""
+    best: Dict[str, Dict[str, object]] = {}
+    for r in rows:
+        if r["method"] not in best or float(r["holdout_knn"]) > float(best[str(r["method"])]["holdout_knn"]):
+            best[str(r["method"])] = r
+    return best
+
+
+def report(out: Path = OUT) -> str:
+    rows = [row(f) for f in sorted((out / "screens").iterdir()) if (f / EPOCH_KNN).is_file()]
+    write_csv(out / "screens.csv", rows)
+    chosen = {r["tag"] for r in picks(rows).values()}
+    counts = {m: sum(r["method"] == m for r in rows) for m in {str(r["method"]) for r in rows}}
+    lines = [
+        "| method | optimizer | lr | batch | holdout kNN after 3 epochs | per epoch | training min | screens done |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(rows, key=lambda r: (str(r["method"]), -float(r["holdout_knn"]))):
+        mark = "**" if r["tag"] in chosen else ""
+        lines.append(
+            f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{r['holdout_knn']:.2f}{mark} "
+            f"| {r['curve']} | {r['train_minutes']} | {counts[str(r['method'])]} of 6 |"
+        )
+    table = "\n".join(lines) + "\n"
+    (out / "screens.md").write_text(table)
+    return table
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    plan = sub.add_parser("plan", help="the screens' main_pretrain.py arguments, one line each")
+    plan.add_argument("--round", choices=("A", "B"))
+    take = sub.add_parser("collect", help="copy the finished screens below ROOT here")
+    take.add_argument("root", type=Path)
+    sub.add_parser("report", help="screens.csv and screens.md from what was collected")
+    args = parser.parse_args(argv)
+    if args.action == "plan":
+        for s in screens(args.round):
+            print(f"{s.tag}|{' '.join(s.arguments())}")
+    elif args.action == "collect":
+        for target in collect(args.root):
+            print(f"leaderboard: {target}")
+    else:
+        print(report(), end="")
+
+
+if __name__ == "__main__":
+    main()

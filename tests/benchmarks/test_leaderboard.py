@@ -1,0 +1,85 @@
+"""solo-learn's methods and ours tuned alike (benchmarks/leaderboard.py): the same screens for
+every method, none reading the test set, each training as a user runs it; the pick per method
+by the holdout kNN."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import leaderboard
+import pytest
+
+from mvssl_plugin.files import read_csv, write_csv, write_json
+from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG
+
+
+def test_every_method_gets_the_same_six_screens_on_the_split_and_none_reads_the_test_set():
+    screens = leaderboard.screens()
+    assert len({s.tag for s in screens}) == len(screens)
+    per_method = Counter((s.method.key, s.optimizer) for s in screens)
+    assert set(per_method.values()) == {3} and len(per_method) == 2 * len(leaderboard.METHODS)
+    for s in screens:
+        args = s.arguments()
+        assert "data.val_path=null" in args and "data.holdout=5000" in args and "max_epochs=3" in args
+        assert args[:2] == ["--config-name", s.method.recipe] and args[-1] == f"optimizer.lr={s.lr}"
+    byol = {s.lr for s in screens if s.method.key == "byol" and s.optimizer == "lars"}
+    assert byol == {"0.5", "1", "2"}  # 0.5x, 1x, 2x what solo-learn ships
+    first = leaderboard.screens("A")
+    assert [s.tag for s in first] == [s.tag for s in screens[: len(first)]] and len(first) == 10
+    assert {(s.method.key, s.lr) for s in first} >= {("barlow", "0.3"), ("byol", "1"), ("mabt", "2e-3")}
+    # a peer's Adam drops its LARS arguments; ours takes LARS's
+    peer_adam = next(s for s in screens if s.tag == "simclr-adam-2e-3").arguments()
+    assert "~optimizer.kwargs" in peer_adam and "scheduler.name=none" in peer_adam
+    ours_lars = next(s for s in screens if s.tag == "mabt-lars-0.3").arguments()
+    assert "optimizer.name=lars" in ours_lars and "~optimizer.kwargs" not in ours_lars
+
+
+def _screen(root, tag, method, curve, finished=True):
+    folder = root / tag / method / "offline-x"
+    folder.mkdir(parents=True)
+    write_json(folder / "args.json", {"name": tag, "method": method, "optimizer": {"batch_size": 256}})
+    write_json(folder / RUN_LOG, {"launches": [{"finished": finished}]})
+    rows = [{"epoch": i, "train_seconds": 120.0 * (i + 1), "knn_holdout_acc1": v} for i, v in enumerate(curve)]
+    write_csv(folder / EPOCH_KNN, rows)
+    write_csv(folder / METRICS, rows)
+    (root / f"{tag}.log").write_text("console\n")
+
+
+def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_path):
+    runs = tmp_path / "runs"
+    _screen(runs, "barlow-lars-0.3", "barlow_twins", [30.0, 38.0, 41.5])
+    _screen(runs, "barlow-adam-2e-3", "barlow_twins", [35.0, 44.0, 43.0])  # best at its last epoch
+    _screen(runs, "byol-lars-1", "byol", [20.0, 25.0, 47.0])
+    _screen(runs, "byol-adam-2e-3", "byol", [40.0], finished=False)  # still running: left out
+    _screen(runs, "not-a-screen", "byol", [60.0])  # not in the plan: left out
+    copied = leaderboard.collect(runs, out=tmp_path / "out" / "screens")
+    assert sorted(p.name for p in copied) == ["barlow-adam-2e-3", "barlow-lars-0.3", "byol-lars-1"]
+    assert (tmp_path / "out" / "screens" / "byol-lars-1" / "console.log").is_file()
+    table = leaderboard.report(out=tmp_path / "out")
+    assert "| barlow_twins | adam | 2e-3 | 256 | **43.00** | 35.00 44.00 43.00 | 6.0 | 2 of 6 |" in table
+    assert "| barlow_twins | lars | 0.3 | 256 | 41.50 |" in table and "**47.00**" in table
+    rows = read_csv(tmp_path / "out" / "screens.csv")
+    assert {r["tag"]: r["round"] for r in rows} == {"barlow-adam-2e-3": "A", "barlow-lars-0.3": "A", "byol-lars-1": "A"}
+    assert {m: r["tag"] for m, r in leaderboard.picks(rows).items()} == {
+        "barlow_twins": "barlow-adam-2e-3",
+        "byol": "byol-lars-1",
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tag", ["vicreg-lars-0.3", "simclr-adam-2e-3", "byol-lars-1", "mabt-lars-0.3"])
+def test_a_screen_trains_as_its_plan_line_says(tag, tiny_cifar, tmp_path, one_thread):
+    """The plan's arguments for the new peer recipes and for a change of optimizer family, on tiny
+    data (8 images a class, 2 of them held out) with the plan's own split and null test set."""
+    from helpers import run_entry, tiny_overrides
+
+    (screen,) = [s for s in leaderboard.screens() if s.tag == tag]
+    args = [a if a != "data.holdout=5000" else "data.holdout=6" for a in screen.arguments()]
+    args = [a for a in args if not a.startswith("max_epochs")]
+    tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
+    tiny = [o for o in tiny if not o.startswith("data.val_path")]
+    result = run_entry("main_pretrain.py", [*args, *tiny, f"name={tag}"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (knn,) = tmp_path.rglob(EPOCH_KNN)
+    (row,) = read_csv(knn)
+    assert 0.0 <= float(row["knn_holdout_acc1"]) <= 100.0 and "knn_val_acc1" not in row

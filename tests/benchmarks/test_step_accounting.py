@@ -1,0 +1,29 @@
+"""The step accounting's reading of oneDNN's verbose lines (benchmarks/step_accounting.py)."""
+
+from __future__ import annotations
+
+import step_accounting
+
+LINE = (
+    "onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core_bf16,forward_training,"
+    "src:bf16::blocked:acdb::f0 wei:bf16:a:blocked:AcdB16b32a2b::f0 dst:bf16::blocked:acdb::f0,"
+    "attr-scratchpad:user,alg:convolution_direct,mb256_ic16oc32_ih32oh16kh3sh2dh0ph1_iw32ow16kw3sw2dw0pw1,0.5"
+)
+
+
+def test_a_verbose_line_gives_its_pass_kernel_shape_and_milliseconds():
+    match = step_accounting.VERBOSE_CONV.search(LINE)
+    impl, kind, shape, ms = match.groups()
+    assert (impl, kind, ms) == ("brg_conv_fwd:avx512_core_bf16", "forward_training", "0.5")
+    label, flops = step_accounting.conv_flops(shape)
+    assert label == "16->32 ch, 3x3/2, 16 px out"
+    assert flops == 2 * 256 * 16 * 32 * 16 * 16 * 3 * 3
+
+
+def test_layers_sum_their_calls_per_pass():
+    shape = "mb128_ic3oc16_ih32oh32kh3sh1dh0ph1_iw32ow32kw3sw1dw0pw1"
+    calls = {("forward_training", "a", shape): [1.0, 2.0], ("backward_data", "b", shape): [4.0]}
+    ((label, kinds),) = step_accounting.by_layer(calls).items()
+    one = 2 * 128 * 3 * 16 * 32 * 32 * 9
+    assert label == "3->16 ch, 3x3/1, 32 px out"
+    assert kinds["forward_training"] == [3.0, 2 * one] and kinds["backward_data"] == [4.0, one]
