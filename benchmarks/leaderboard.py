@@ -46,7 +46,7 @@ LARS = (
     "+optimizer.kwargs.eta=0.02",
     "+optimizer.kwargs.exclude_bias_n_norm=True",
     "scheduler.name=warmup_cosine",
-    "scheduler.warmup_epochs=0.2",
+    "++scheduler.warmup_epochs=0.2",
 )
 ADAM_LRS = ("2e-3", "1e-3", "4e-3")
 LARS_FACTORS = (1.0, 0.5, 2.0)

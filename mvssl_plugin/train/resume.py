@@ -63,6 +63,8 @@ RUN_NEUTRAL_KEYS = (
     "memory.prefetch",
     "num_nodes",
     "num_sanity_val_steps",
+    "optimizer.kwargs.foreach",  # how Adam's update is computed, not what it computes
+    "optimizer.kwargs.fused",
     "performance",
     "resume_from_checkpoint",
     "run_summary",

@@ -80,6 +80,8 @@ def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[
             f"{cfg.optimizer.batch_size} per process x {processes}; {steps_per_epoch} steps per epoch; "
             f"{cfg.max_epochs} epochs"
         ),
+        "optimizer": f"{cfg.optimizer.name}, lr {cfg.optimizer.lr:g}"
+        + (f", {path}" if (path := select(cfg, "performance.optimizer_path")) else ""),
         "hardware": f"{cfg.accelerator}, {processes} process(es), precision {cfg.precision}"
         + (f" ({reason})" if (reason := select(cfg, "performance.precision_reason")) else "")
         + cpu_text(cfg),

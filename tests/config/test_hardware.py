@@ -164,3 +164,55 @@ def test_the_cpu_recipes_ask_for_auto():
 
     for recipe in ("mabt_cifar_cpu.yaml", "mavicreg_cifar_cpu.yaml"):
         assert compose_recipe(recipe, "pretrain").precision == "auto", recipe
+
+
+def _optimizer_path(**kwargs):
+    from omegaconf import OmegaConf
+
+    from mvssl_plugin.config.hardware import choose_optimizer_path
+
+    cfg = OmegaConf.create({"optimizer": {"name": kwargs.pop("name", "adam"), "kwargs": kwargs}})
+    choose_optimizer_path(cfg)
+    return OmegaConf.to_container(cfg)
+
+
+def test_adam_runs_fused_unless_the_user_chose_an_implementation():
+    chosen = _optimizer_path()
+    assert chosen["optimizer"]["kwargs"] == {"fused": True} and "auto" in chosen["performance"]["optimizer_path"]
+    given = _optimizer_path(foreach=False)
+    assert given["optimizer"]["kwargs"] == {"foreach": False}
+    assert given["performance"]["optimizer_path"] == "foreach=False (as given)"
+    lars = _optimizer_path(name="lars", eta=0.02)
+    assert lars == {"optimizer": {"name": "lars", "kwargs": {"eta": 0.02}}}  # solo-learn's LARS: untouched
+
+
+def test_fused_adam_takes_the_same_steps_as_torchs_default_loop():
+    """The fused kernel computes Adam's equation as the loop does: a few steps of a small network on a
+    fixed batch end at the same weights (float32 rounding). No parameter has a gradient that is only
+    rounding noise (a bias before BatchNorm): Adam would scale that noise up to a full step."""
+    import torch
+
+    def train(steps: int, **flags):
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+        opt = torch.optim.Adam(net.parameters(), lr=2e-3, weight_decay=1e-6, **flags)
+        x = torch.randn(32, 8, generator=torch.Generator().manual_seed(1))
+        for _ in range(steps):
+            opt.zero_grad()
+            net(x).pow(2).mean().backward()
+            opt.step()
+        return torch.cat([p.detach().flatten() for p in net.parameters()])
+
+    start, loop, fused = train(0), train(5, foreach=False), train(5, fused=True)
+    assert (loop - start).abs().max() > 1e-3  # the steps moved the weights
+    torch.testing.assert_close(fused, loop, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_start_block_names_the_optimizer_path_and_args_keep_it(tiny_cifar, tmp_path):
+    result = pretrain(tiny_cifar, tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (line,) = [line for line in result.stdout.splitlines() if line.strip().startswith("optimizer")]
+    assert "adam, lr" in line and "fused (auto" in line, line
+    (run_dir,) = (tmp_path / "mabt").iterdir()
+    assert read_json(run_dir / ARGS)["optimizer"]["kwargs"]["fused"] is True
