@@ -28,12 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from doc_blocks import replace_between
 from own_clock import machine
 
 from mvssl_plugin.files import read_csv, read_json, write_csv, write_json
-from mvssl_plugin.runs import EPOCH_KNN, RUN_LOG, find_run_folders
+from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG, find_run_folders
 
 OUT = Path(__file__).resolve().parent / "results" / "leaderboard"
+#: the page whose screens table ``report`` writes, between these markers
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "speedrun.md"
+START = "<!-- leaderboard screens: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
+END = "<!-- end of the leaderboard screens -->"
 SCREEN_EPOCHS = 3
 #: every screen: its budget, the split it is read on, and no test set
 SCREEN = (f"max_epochs={SCREEN_EPOCHS}", "seed=1", "data.holdout=5000", "data.val_path=null", "epoch_knn.enabled=true")
@@ -103,17 +108,29 @@ def screens(round_: Optional[str] = None) -> List[Screen]:
     return [s for s in every if round_ in (None, s.round)]
 
 
+def diverged_epoch(folder: Path) -> Optional[int]:
+    """The first epoch whose logged training loss is NaN (a screen that diverged), or None."""
+    for r in read_csv(folder / METRICS):
+        if any(k.startswith("train_") and k.endswith("loss") and v.lower() == "nan" for k, v in r.items()):
+            return int(r["epoch"])
+    return None
+
+
 def collect(root: Path, out: Path = OUT / "screens") -> List[Path]:
-    """Copies each finished screen's small files below ``root`` (and ``root/<tag>.log``, its console)."""
+    """Copies each screen's small files below ``root`` (and ``root/<tag>.log``, its console): the
+    finished ones, and those stopped after their loss turned NaN (diverged: no need to finish)."""
     copied = []
     tags = {s.tag for s in screens()}
     for folder in find_run_folders(root):
         args, launches = read_json(folder / "args.json"), read_json(folder / RUN_LOG, {"launches": []})["launches"]
-        if args.get("name") not in tags or not launches or not launches[-1].get("finished"):
+        finished = bool(launches) and launches[-1].get("finished")
+        if args.get("name") not in tags or not (folder / EPOCH_KNN).is_file():
+            continue
+        if not finished and diverged_epoch(folder) is None:
             continue
         target = out / str(args["name"])
         target.mkdir(parents=True, exist_ok=True)
-        for name in (EPOCH_KNN, RUN_LOG, "args.json"):
+        for name in (EPOCH_KNN, METRICS, RUN_LOG, "args.json"):
             shutil.copy2(folder / name, target / name)
         log = root / f"{args['name']}.log"
         if log.is_file():
@@ -136,6 +153,7 @@ def row(folder: Path) -> Dict[str, object]:
         "batch": args["optimizer"]["batch_size"],
         "round": screen.round,
         "holdout_knn": float(knn[-1]["knn_holdout_acc1"]),
+        "diverged_in_epoch": "" if (epoch := diverged_epoch(folder)) is None else epoch,
         "curve": " ".join(f"{float(r['knn_holdout_acc1']):.2f}" for r in knn),
         "train_minutes": round(float(knn[-1]["train_seconds"]) / 60, 1),
         "cpu": read_json(folder / "machine.json")["model"],
@@ -151,7 +169,9 @@ def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
     return best
 
 
-def report(out: Path = OUT) -> str:
+def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
+    """``screens.csv`` and ``screens.md`` in ``out`` (each method's pick in bold), and the table
+    between the markers of each page in ``pages``."""
     rows = [row(f) for f in sorted((out / "screens").iterdir()) if (f / EPOCH_KNN).is_file()]
     write_csv(out / "screens.csv", rows)
     chosen = {r["tag"] for r in picks(rows).values()}
@@ -162,12 +182,15 @@ def report(out: Path = OUT) -> str:
     ]
     for r in sorted(rows, key=lambda r: (str(r["method"]), -float(r["holdout_knn"]))):
         mark = "**" if r["tag"] in chosen else ""
+        nan = "" if r["diverged_in_epoch"] == "" else f" (NaN loss in epoch {r['diverged_in_epoch']}: stopped)"
         lines.append(
-            f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{r['holdout_knn']:.2f}{mark} "
+            f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{r['holdout_knn']:.2f}{mark}{nan} "
             f"| {r['curve']} | {r['train_minutes']} | {counts[str(r['method'])]} of 6 |"
         )
     table = "\n".join(lines) + "\n"
     (out / "screens.md").write_text(table)
+    for page in pages:
+        page.write_text(replace_between(page.read_text(), START, END, table.rstrip("\n").split("\n")))
     return table
 
 

@@ -113,7 +113,9 @@ def account(steps: int) -> Dict[str, object]:
         torch.randn(batch, 3, 32, 32).contiguous(memory_format=torch.channels_last)
         for _ in range(int(cfg.data.num_views))
     ]
-    optimizer = torch.optim.Adam(list(model.backbone.parameters()) + list(model.projector.parameters()), lr=1e-3)
+    # fused, as a run's Adam is (config.hardware.choose_optimizer_path)
+    params = list(model.backbone.parameters()) + list(model.projector.parameters())
+    optimizer = torch.optim.Adam(params, lr=1e-3, fused=True)
     model.train()
     counter = FlopCounterMode(display=False)
     with counter:
@@ -127,6 +129,26 @@ def account(steps: int) -> Dict[str, object]:
         one_step(model, views, optimizer, bf16)
         times.append(time.perf_counter() - began)
     return {"by_op": by_op, "step": statistics.median(times), "bf16": bf16, "batch": batch, "views": len(views)}
+
+
+def adam_paths(rounds: int = 30) -> Dict[str, float]:
+    """Median milliseconds of Adam's step alone over the recipe's parameters (random gradients), per
+    implementation: torch's loop over tensors (its CPU default), ``foreach`` and ``fused``, interleaved."""
+    import torch
+
+    _, model, _ = build([])
+    params = list(model.backbone.parameters()) + list(model.projector.parameters())
+    for p in params:
+        p.grad = torch.randn_like(p)
+    flags = {"loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
+    optimizers = {name: torch.optim.Adam(params, lr=1e-9, **kw) for name, kw in flags.items()}
+    times: Dict[str, List[float]] = {name: [] for name in optimizers}
+    for _ in range(rounds):
+        for name, optimizer in optimizers.items():
+            began = time.perf_counter()
+            optimizer.step()
+            times[name].append(time.perf_counter() - began)
+    return {name: statistics.median(t) * 1000 for name, t in times.items()}
 
 
 def kernels() -> Dict[Tuple[str, str, str], List[float]]:
@@ -204,6 +226,8 @@ def main() -> None:
         f"{args.steps}; {achieved / 1e9:.1f} GFLOP/s achieved = {achieved / top:.1%} of the {precision} peak "
         f"({top / 1e9:.0f} GFLOP/s)"
     )
+    paths = adam_paths()
+    print("\nAdam's step alone (median ms of 30, interleaved): " + ", ".join(f"{k} {v:.2f}" for k, v in paths.items()))
     if args.no_kernels:
         return
     calls = kernels()

@@ -34,14 +34,14 @@ def test_every_method_gets_the_same_six_screens_on_the_split_and_none_reads_the_
     assert "optimizer.name=lars" in ours_lars and "~optimizer.kwargs" not in ours_lars
 
 
-def _screen(root, tag, method, curve, finished=True):
+def _screen(root, tag, method, curve, finished=True, loss="1.5"):
     folder = root / tag / method / "offline-x"
     folder.mkdir(parents=True)
     write_json(folder / "args.json", {"name": tag, "method": method, "optimizer": {"batch_size": 256}})
     write_json(folder / RUN_LOG, {"launches": [{"finished": finished}]})
     rows = [{"epoch": i, "train_seconds": 120.0 * (i + 1), "knn_holdout_acc1": v} for i, v in enumerate(curve)]
     write_csv(folder / EPOCH_KNN, rows)
-    write_csv(folder / METRICS, rows)
+    write_csv(folder / METRICS, [{**r, "train_vicreg_loss": loss} for r in rows])
     (root / f"{tag}.log").write_text("console\n")
 
 
@@ -52,17 +52,28 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
     _screen(runs, "byol-lars-1", "byol", [20.0, 25.0, 47.0])
     _screen(runs, "byol-adam-2e-3", "byol", [40.0], finished=False)  # still running: left out
     _screen(runs, "not-a-screen", "byol", [60.0])  # not in the plan: left out
+    _screen(runs, "vicreg-lars-0.3", "vicreg", [10.0], finished=False, loss="nan")  # stopped once it diverged
     copied = leaderboard.collect(runs, out=tmp_path / "out" / "screens")
-    assert sorted(p.name for p in copied) == ["barlow-adam-2e-3", "barlow-lars-0.3", "byol-lars-1"]
+    assert sorted(p.name for p in copied) == ["barlow-adam-2e-3", "barlow-lars-0.3", "byol-lars-1", "vicreg-lars-0.3"]
     assert (tmp_path / "out" / "screens" / "byol-lars-1" / "console.log").is_file()
-    table = leaderboard.report(out=tmp_path / "out")
+    page = tmp_path / "speedrun.md"
+    page.write_text(f"# x\n{leaderboard.START}\nstale table\n{leaderboard.END}\n")
+    table = leaderboard.report(out=tmp_path / "out", pages=[page])
+    assert "stale" not in page.read_text() and table in page.read_text()
     assert "| barlow_twins | adam | 2e-3 | 256 | **43.00** | 35.00 44.00 43.00 | 6.0 | 2 of 6 |" in table
     assert "| barlow_twins | lars | 0.3 | 256 | 41.50 |" in table and "**47.00**" in table
+    assert "| vicreg | lars | 0.3 | 256 | **10.00** (NaN loss in epoch 0: stopped) |" in table
     rows = read_csv(tmp_path / "out" / "screens.csv")
-    assert {r["tag"]: r["round"] for r in rows} == {"barlow-adam-2e-3": "A", "barlow-lars-0.3": "A", "byol-lars-1": "A"}
+    assert {r["tag"]: r["round"] for r in rows} == {
+        "barlow-adam-2e-3": "A",
+        "barlow-lars-0.3": "A",
+        "byol-lars-1": "A",
+        "vicreg-lars-0.3": "A",
+    }
     assert {m: r["tag"] for m, r in leaderboard.picks(rows).items()} == {
         "barlow_twins": "barlow-adam-2e-3",
         "byol": "byol-lars-1",
+        "vicreg": "vicreg-lars-0.3",
     }
 
 
