@@ -4,6 +4,7 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py plan [--round A|B]   # one "tag|main_pretrain.py arguments" line a screen
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens below ROOT here
     python benchmarks/leaderboard.py report               # screens.csv, screens.md: each method's pick
+    python benchmarks/leaderboard.py records              # each pick's record runs, as plan's lines
 
 Each method starts from its CPU recipe (solo-learn's CIFAR recipe as it ships, on the speedrun's
 backbone, data path and precision; ours, ``speedrun_cpu.yaml``) and gets the same six screens:
@@ -53,6 +54,8 @@ LARS = (
     "scheduler.name=warmup_cosine",
     "++scheduler.warmup_epochs=0.2",
 )
+#: a record's training minutes (the issue's comparison: each method's accuracy at 30 minutes) and seeds
+RECORD_MINUTES, RECORD_SEEDS = 30.0, (1, 2)
 ADAM_LRS = ("2e-3", "1e-3", "4e-3")
 LARS_FACTORS = (1.0, 0.5, 2.0)
 
@@ -169,6 +172,23 @@ def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
     return best
 
 
+def record_lines(rows: Sequence[Dict[str, object]]) -> List[str]:
+    """``tag|arguments`` of each method's record runs: its pick on all 50,000 training images (the
+    speedrun records' data), the test set read after every epoch, seeds 1 and 2, for as many epochs
+    as its screen's pace fits in ``RECORD_MINUTES`` of training."""
+    by_tag = {s.tag: s for s in screens()}
+    lines = []
+    for pick in picks(rows).values():
+        screen = by_tag[str(pick["tag"])]
+        per_epoch = float(pick["train_minutes"]) / SCREEN_EPOCHS
+        epochs = max(1, int(RECORD_MINUTES // per_epoch))
+        kept = [a for a in screen.arguments() if a not in SCREEN]
+        for seed in RECORD_SEEDS:
+            args = [*kept, f"max_epochs={epochs}", f"seed={seed}", "epoch_knn.enabled=true"]
+            lines.append(f"record-{screen.tag}-s{seed}|{' '.join(args)}")
+    return lines
+
+
 def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
     """``screens.csv`` and ``screens.md`` in ``out`` (each method's pick in bold), and the table
     between the markers of each page in ``pages``."""
@@ -202,6 +222,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     take = sub.add_parser("collect", help="copy the finished screens below ROOT here")
     take.add_argument("root", type=Path)
     sub.add_parser("report", help="screens.csv and screens.md from what was collected")
+    sub.add_parser("records", help="each method's pick as record runs, one 'tag|arguments' line each")
     args = parser.parse_args(argv)
     if args.action == "plan":
         for s in screens(args.round):
@@ -209,6 +230,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.action == "collect":
         for target in collect(args.root):
             print(f"leaderboard: {target}")
+    elif args.action == "records":
+        print("\n".join(record_lines(read_csv(OUT / "screens.csv"))))
     else:
         print(report(), end="")
 

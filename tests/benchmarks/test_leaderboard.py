@@ -94,3 +94,18 @@ def test_a_screen_trains_as_its_plan_line_says(tag, tiny_cifar, tmp_path, one_th
     (knn,) = tmp_path.rglob(EPOCH_KNN)
     (row,) = read_csv(knn)
     assert 0.0 <= float(row["knn_holdout_acc1"]) <= 100.0 and "knn_val_acc1" not in row
+
+
+def test_a_picks_record_trains_on_every_image_reads_the_test_set_and_fills_the_budget():
+    rows = [
+        {"tag": "byol-lars-1", "method": "byol", "holdout_knn": "47.0", "train_minutes": "7.5"},
+        {"tag": "byol-adam-2e-3", "method": "byol", "holdout_knn": "40.0", "train_minutes": "6.0"},
+        {"tag": "mabt-adam-4e-3", "method": "mabt", "holdout_knn": "52.0", "train_minutes": "4.2"},
+    ]
+    lines = dict(line.split("|") for line in leaderboard.record_lines(rows))
+    assert sorted(lines) == ["record-byol-lars-1-s1", "record-byol-lars-1-s2", "record-mabt-adam-4e-3-s1",
+                             "record-mabt-adam-4e-3-s2"]  # fmt: skip
+    byol = lines["record-byol-lars-1-s2"].split()
+    assert "max_epochs=12" in byol and "seed=2" in byol and "optimizer.lr=1" in byol  # 2.5 min an epoch
+    assert not any(a.startswith(("data.holdout", "data.val_path")) for a in byol)  # all 50,000; the test set
+    assert "max_epochs=21" in lines["record-mabt-adam-4e-3-s1"].split()  # 1.4 min an epoch
