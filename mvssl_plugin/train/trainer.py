@@ -27,6 +27,7 @@ from mvssl_plugin.registry import beta_slot
 from mvssl_plugin.train.checkpoints import AtomicCheckpointer
 from mvssl_plugin.train.epoch_knn import EpochKNN
 from mvssl_plugin.train.epoch_line import EpochSummary
+from mvssl_plugin.train.finite_loss import FiniteLoss
 from mvssl_plugin.train.lr_tail import LinearTail
 from mvssl_plugin.train.progress_lines import LogProgress
 from mvssl_plugin.train.resume import resume_checkpoint
@@ -85,7 +86,7 @@ def build_trainer(
     which it stops when its evaluation starts, and before ``metrics.csv``'s row, which holds it."""
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
     run_log = RunLog()
-    callbacks, logger = [EpochSummary(), run_log], None
+    callbacks, logger = [EpochSummary(), run_log, FiniteLoss()], None
     if epoch_knn is not None:
         epoch_knn.clock = run_log
         callbacks.insert(1, epoch_knn)
