@@ -33,7 +33,7 @@ from doc_blocks import replace_between
 from own_clock import machine
 
 from mvssl_plugin.files import read_csv, read_json, write_csv, write_json
-from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG, find_run_folders
+from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG
 
 OUT = Path(__file__).resolve().parent / "results" / "leaderboard"
 #: the page whose screens table ``report`` writes, between these markers
@@ -112,8 +112,12 @@ def screens(round_: Optional[str] = None) -> List[Screen]:
 
 
 def diverged_epoch(folder: Path) -> Optional[int]:
-    """The first epoch whose logged training loss is NaN (a screen that diverged), or None."""
-    for r in read_csv(folder / METRICS):
+    """The epoch in which a screen diverged, or None: its run stopped on a non-finite loss
+    (``run.json``: ``failed: FloatingPointError``, exit 3), or ``metrics.csv`` logged a NaN loss."""
+    launches = read_json(folder / RUN_LOG, {"launches": []})["launches"]
+    if launches and launches[-1].get("status") == "failed: FloatingPointError":
+        return int(launches[-1].get("epochs_completed", 0))
+    for r in read_csv(folder / METRICS) if (folder / METRICS).is_file() else []:
         if any(k.startswith("train_") and k.endswith("loss") and v.lower() == "nan" for k, v in r.items()):
             return int(r["epoch"])
     return None
@@ -121,20 +125,19 @@ def diverged_epoch(folder: Path) -> Optional[int]:
 
 def collect(root: Path, out: Path = OUT / "screens") -> List[Path]:
     """Copies each screen's small files below ``root`` (and ``root/<tag>.log``, its console): the
-    finished ones, and those stopped after their loss turned NaN (diverged: no need to finish)."""
+    finished ones, and the diverged ones (stopped on a NaN loss, before or after a kNN)."""
     copied = []
     tags = {s.tag for s in screens()}
-    for folder in find_run_folders(root):
+    for folder in sorted(p.parent for p in root.rglob("args.json")):
         args, launches = read_json(folder / "args.json"), read_json(folder / RUN_LOG, {"launches": []})["launches"]
-        finished = bool(launches) and launches[-1].get("finished")
-        if args.get("name") not in tags or not (folder / EPOCH_KNN).is_file():
-            continue
-        if not finished and diverged_epoch(folder) is None:
+        finished = bool(launches) and launches[-1].get("finished") and (folder / EPOCH_KNN).is_file()
+        if args.get("name") not in tags or not (finished or diverged_epoch(folder) is not None):
             continue
         target = out / str(args["name"])
         target.mkdir(parents=True, exist_ok=True)
         for name in (EPOCH_KNN, METRICS, RUN_LOG, "args.json"):
-            shutil.copy2(folder / name, target / name)
+            if (folder / name).is_file():
+                shutil.copy2(folder / name, target / name)
         log = root / f"{args['name']}.log"
         if log.is_file():
             shutil.copy2(log, target / "console.log")
@@ -144,10 +147,13 @@ def collect(root: Path, out: Path = OUT / "screens") -> List[Path]:
 
 
 def row(folder: Path) -> Dict[str, object]:
-    """One screen's reading: its holdout kNN after each epoch, its training minutes."""
+    """One screen's reading: its holdout kNN after each epoch (none: it diverged before the first
+    ended), its training minutes."""
     by_tag = {s.tag: s for s in screens()}
     screen, args = by_tag[folder.name], read_json(folder / "args.json")
-    knn = read_csv(folder / EPOCH_KNN)
+    knn = read_csv(folder / EPOCH_KNN) if (folder / EPOCH_KNN).is_file() else []
+    launches = read_json(folder / RUN_LOG)["launches"]
+    seconds = float(knn[-1]["train_seconds"]) if knn else float(launches[-1].get("train_seconds", 0.0))
     return {
         "tag": folder.name,
         "method": args["method"],
@@ -155,10 +161,10 @@ def row(folder: Path) -> Dict[str, object]:
         "lr": screen.lr,
         "batch": args["optimizer"]["batch_size"],
         "round": screen.round,
-        "holdout_knn": float(knn[-1]["knn_holdout_acc1"]),
+        "holdout_knn": float(knn[-1]["knn_holdout_acc1"]) if knn else "",
         "diverged_in_epoch": "" if (epoch := diverged_epoch(folder)) is None else epoch,
         "curve": " ".join(f"{float(r['knn_holdout_acc1']):.2f}" for r in knn),
-        "train_minutes": round(float(knn[-1]["train_seconds"]) / 60, 1),
+        "train_minutes": round(seconds / 60, 1),
         "cpu": read_json(folder / "machine.json")["model"],
     }
 
@@ -167,6 +173,8 @@ def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
     """Each method's best screen by its holdout kNN (a tie: the first screened)."""
     best: Dict[str, Dict[str, object]] = {}
     for r in rows:
+        if r["holdout_knn"] in ("", None):  # diverged before its first kNN
+            continue
         if r["method"] not in best or float(r["holdout_knn"]) > float(best[str(r["method"])]["holdout_knn"]):
             best[str(r["method"])] = r
     return best
@@ -192,7 +200,7 @@ def record_lines(rows: Sequence[Dict[str, object]]) -> List[str]:
 def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
     """``screens.csv`` and ``screens.md`` in ``out`` (each method's pick in bold), and the table
     between the markers of each page in ``pages``."""
-    rows = [row(f) for f in sorted((out / "screens").iterdir()) if (f / EPOCH_KNN).is_file()]
+    rows = [row(f) for f in sorted((out / "screens").iterdir()) if (f / "args.json").is_file()]
     write_csv(out / "screens.csv", rows)
     chosen = {r["tag"] for r in picks(rows).values()}
     counts = {m: sum(r["method"] == m for r in rows) for m in {str(r["method"]) for r in rows}}
@@ -200,11 +208,16 @@ def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
         "| method | optimizer | lr | batch | holdout kNN after 3 epochs | per epoch | training min | screens done |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in sorted(rows, key=lambda r: (str(r["method"]), -float(r["holdout_knn"]))):
+
+    def score(r: Dict[str, object]) -> float:
+        return -1.0 if r["holdout_knn"] in ("", None) else float(r["holdout_knn"])
+
+    for r in sorted(rows, key=lambda r: (str(r["method"]), -score(r))):
         mark = "**" if r["tag"] in chosen else ""
-        nan = "" if r["diverged_in_epoch"] == "" else f" (NaN loss in epoch {r['diverged_in_epoch']}: stopped)"
+        knn = "-" if score(r) < 0 else f"{score(r):.2f}"
+        nan = "" if r["diverged_in_epoch"] in ("", None) else f" (NaN loss in epoch {r['diverged_in_epoch']}: stopped)"
         lines.append(
-            f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{r['holdout_knn']:.2f}{mark}{nan} "
+            f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{knn}{mark}{nan} "
             f"| {r['curve']} | {r['train_minutes']} | {counts[str(r['method'])]} of 6 |"
         )
     table = "\n".join(lines) + "\n"

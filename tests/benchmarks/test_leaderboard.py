@@ -53,8 +53,20 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
     _screen(runs, "byol-adam-2e-3", "byol", [40.0], finished=False)  # still running: left out
     _screen(runs, "not-a-screen", "byol", [60.0])  # not in the plan: left out
     _screen(runs, "vicreg-lars-0.3", "vicreg", [10.0], finished=False, loss="nan")  # stopped once it diverged
+    # stopped by the entry point in its first epoch (exit 3): no kNN, no metrics.csv
+    early = runs / "simclr-lars-0.8" / "simclr" / "offline-y"
+    early.mkdir(parents=True)
+    write_json(early / "args.json", {"name": "simclr-lars-0.8", "method": "simclr", "optimizer": {"batch_size": 256}})
+    launch = {"finished": False, "status": "failed: FloatingPointError", "epochs_completed": 0, "train_seconds": 30.0}
+    write_json(early / RUN_LOG, {"launches": [launch]})
     copied = leaderboard.collect(runs, out=tmp_path / "out" / "screens")
-    assert sorted(p.name for p in copied) == ["barlow-adam-2e-3", "barlow-lars-0.3", "byol-lars-1", "vicreg-lars-0.3"]
+    assert sorted(p.name for p in copied) == [
+        "barlow-adam-2e-3",
+        "barlow-lars-0.3",
+        "byol-lars-1",
+        "simclr-lars-0.8",
+        "vicreg-lars-0.3",
+    ]
     assert (tmp_path / "out" / "screens" / "byol-lars-1" / "console.log").is_file()
     page = tmp_path / "speedrun.md"
     page.write_text(f"# x\n{leaderboard.START}\nstale table\n{leaderboard.END}\n")
@@ -63,11 +75,13 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
     assert "| barlow_twins | adam | 2e-3 | 256 | **43.00** | 35.00 44.00 43.00 | 6.0 | 2 of 6 |" in table
     assert "| barlow_twins | lars | 0.3 | 256 | 41.50 |" in table and "**47.00**" in table
     assert "| vicreg | lars | 0.3 | 256 | **10.00** (NaN loss in epoch 0: stopped) |" in table
+    assert "| simclr | lars | 0.8 | 256 | - (NaN loss in epoch 0: stopped) | " in table  # and no pick
     rows = read_csv(tmp_path / "out" / "screens.csv")
     assert {r["tag"]: r["round"] for r in rows} == {
         "barlow-adam-2e-3": "A",
         "barlow-lars-0.3": "A",
         "byol-lars-1": "A",
+        "simclr-lars-0.8": "B",
         "vicreg-lars-0.3": "A",
     }
     assert {m: r["tag"] for m, r in leaderboard.picks(rows).items()} == {
