@@ -54,6 +54,8 @@ LARS = (
     "scheduler.name=warmup_cosine",
     "++scheduler.warmup_epochs=0.2",
 )
+#: every record in one offline wandb project, side by side (each run's own tags name its method and optimizer)
+WANDB = ("wandb.enabled=true", "wandb.offline=true", "wandb.project=mvssl-leaderboard", "+wandb.tags=[leaderboard]")
 #: a record's training minutes (the issue's comparison: each method's accuracy at 30 minutes) and seeds
 RECORD_MINUTES, RECORD_SEEDS = 30.0, (1, 2)
 ADAM_LRS = ("2e-3", "1e-3", "4e-3")
@@ -183,7 +185,7 @@ def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
 def record_lines(rows: Sequence[Dict[str, object]]) -> List[str]:
     """``tag|arguments`` of each method's record runs: its pick on all 50,000 training images (the
     speedrun records' data), the test set read after every epoch, seeds 1 and 2, for as many epochs
-    as its screen's pace fits in ``RECORD_MINUTES`` of training."""
+    as its screen's pace fits in ``RECORD_MINUTES`` of training, logged to one offline wandb project."""
     by_tag = {s.tag: s for s in screens()}
     lines = []
     for pick in picks(rows).values():
@@ -192,7 +194,7 @@ def record_lines(rows: Sequence[Dict[str, object]]) -> List[str]:
         epochs = max(1, int(RECORD_MINUTES // per_epoch))
         kept = [a for a in screen.arguments() if a not in SCREEN]
         for seed in RECORD_SEEDS:
-            args = [*kept, f"max_epochs={epochs}", f"seed={seed}", "epoch_knn.enabled=true"]
+            args = [*kept, f"max_epochs={epochs}", f"seed={seed}", "epoch_knn.enabled=true", *WANDB]
             lines.append(f"record-{screen.tag}-s{seed}|{' '.join(args)}")
     return lines
 

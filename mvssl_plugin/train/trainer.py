@@ -37,7 +37,8 @@ from mvssl_plugin.train.signals import GracefulStop
 
 def run_tags(cfg: DictConfig) -> List[str]:
     """wandb tags that make runs of one project comparable: method, views, projector
-    dimension, orthogonality weight (beta), data fraction."""
+    dimension, orthogonality weight (beta), data fraction, optimizer; then the user's own
+    (``wandb.tags``, a list: ``+wandb.tags=[leaderboard]``)."""
     method = cfg.method
     beta = beta_of(beta_slot(method), OmegaConf.select(cfg, "method_kwargs"))
     fraction = OmegaConf.select(cfg, "data.fraction", default=-1)
@@ -49,7 +50,8 @@ def run_tags(cfg: DictConfig) -> List[str]:
     ]
     if beta is not None:
         tags.append(f"beta:{beta:.4g}")
-    return tags
+    tags.append(f"optimizer:{OmegaConf.select(cfg, 'optimizer.name')}")
+    return tags + [str(tag) for tag in OmegaConf.select(cfg, "wandb.tags", default=None) or []]
 
 
 def under_slurm(environ=os.environ) -> bool:

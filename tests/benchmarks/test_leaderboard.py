@@ -123,3 +123,4 @@ def test_a_picks_record_trains_on_every_image_reads_the_test_set_and_fills_the_b
     assert "max_epochs=12" in byol and "seed=2" in byol and "optimizer.lr=1" in byol  # 2.5 min an epoch
     assert not any(a.startswith(("data.holdout", "data.val_path")) for a in byol)  # all 50,000; the test set
     assert "max_epochs=21" in lines["record-mabt-adam-4e-3-s1"].split()  # 1.4 min an epoch
+    assert {"wandb.offline=true", "wandb.project=mvssl-leaderboard", "+wandb.tags=[leaderboard]"} <= set(byol)

@@ -16,7 +16,21 @@ def test_wandb_tags_name_method_views_pdim_beta_fraction(tiny_cifar, tmp_path):
     )
     resolve_beta(cfg, VICREG_SLOT)
     beta = cfg.method_kwargs.cov_loss_weight / cfg.method_kwargs.sim_loss_weight
-    assert run_tags(cfg) == ["method:mavicreg", "views:4", "pdim:16", "fraction:0.5", f"beta:{beta:.4g}"]
+    assert run_tags(cfg) == [
+        "method:mavicreg",
+        "views:4",
+        "pdim:16",
+        "fraction:0.5",
+        f"beta:{beta:.4g}",
+        "optimizer:adam",
+    ]
+
+
+def test_the_users_wandb_tags_follow_the_runs_own(tiny_cifar, tmp_path):
+    tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path)]  # the CPU recipes have a width
+    overrides = [*tiny, "+wandb.tags=[leaderboard,record]"]
+    cfg = compose_recipe("solo_byol_cifar_cpu.yaml", "pretrain", overrides)
+    assert run_tags(cfg)[0] == "method:byol" and run_tags(cfg)[-3:] == ["optimizer:lars", "leaderboard", "record"]
 
 
 @pytest.mark.slow
