@@ -67,7 +67,8 @@ def peak(facts: Dict[str, object]) -> Tuple[float, float, str]:
     bf16 = 1024 if "amx_bf16" in flags else (2 * fp32 if "avx512_bf16" in flags else fp32)
     hz, cores = facts["mhz"] * 1e6, facts["cores"]
     how = (
-        f"{cores} cores x {facts['mhz']:.0f} MHz (/proc/cpuinfo) x {fp32} fp32 FLOP/cycle = "
+        f"{cores} cores x {facts['mhz']:.0f} MHz (/proc/cpuinfo: in a VM often the nominal clock; a share "
+        f"above 100% below means the cores ran faster) x {fp32} fp32 FLOP/cycle = "
         f"{cores * hz * fp32 / 1e9:.0f} GFLOP/s; bf16 {bf16} FLOP/cycle = {cores * hz * bf16 / 1e9:.0f} GFLOP/s"
     )
     return cores * hz * fp32, cores * hz * bf16, how
