@@ -59,6 +59,8 @@ PLUGIN_KEYS = (
     "performance.disable_channel_last",
     "performance.cpu_threads",
     "performance.precision_reason",
+    "performance.optimizer_path",
+    "wandb.tags",
     "auto_resume.accept_changes",
     "scheduler.tail_epochs",
     "method_kwargs.beta_c",

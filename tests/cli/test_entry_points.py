@@ -44,7 +44,7 @@ def linear_args(pretrained: Path, data: dict, out: Path, **extra) -> list[str]:
 def test_pretrain_prints_the_start_block_once(pretrained):
     stdout = (pretrained.parents[1] / "stdout.txt").read_text()
     assert stdout.count("mvssl run:") == 1
-    block = stdout[stdout.index("mvssl run:") :].splitlines()[1:9]
+    block = stdout[stdout.index("mvssl run:") :].splitlines()[1:10]
     facts = dict(line.strip().split("  ", 1) for line in block)
     assert facts["method"].strip() == "mabt (objective leave_one_out, projector solo)"
     assert facts["views"].strip() == "4 x 32 px" and facts["projector d"].strip() == "16"
@@ -208,8 +208,9 @@ def test_every_pretrain_recipe_composes_and_resolves_beta(recipe):
     from mvssl_plugin.registry import PLUGIN_METHODS, beta_slot
 
     cfg = compose_recipe(recipe, "pretrain")
-    # the plugin's methods, or solo-learn's own Barlow Twins / VICReg run side by side with them
-    assert (cfg.method in PLUGIN_METHODS or cfg.method in SOLO_BETA_SLOTS) and count_views(cfg) >= 2
+    # the plugin's methods, or solo-learn's own run side by side with them (the leaderboard's peers)
+    peers = (*SOLO_BETA_SLOTS, "simclr", "byol")
+    assert (cfg.method in PLUGIN_METHODS or cfg.method in peers) and count_views(cfg) >= 2
     slot = beta_slot(cfg.method) or SOLO_BETA_SLOTS.get(cfg.method)
     if slot is not None:
         resolve_beta(cfg, slot, cfg.method_kwargs.get("objective", "leave_one_out"))
