@@ -3,6 +3,7 @@ marker lines of a README or a docs page are replaced, the rest kept byte for byt
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 
@@ -13,3 +14,11 @@ def replace_between(text: str, start: str, end: str, block: Sequence[str]) -> st
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return head + start + "\n" + "\n".join(block) + "\n" + end + tail
+
+
+def write_table(table: str, path: Path, pages: Sequence[Path], start: str, end: str) -> None:
+    """A report's markdown ``table`` into its own file ``path`` and between ``start`` and ``end``
+    of each page in ``pages``."""
+    path.write_text(table)
+    for page in pages:
+        page.write_text(replace_between(page.read_text(), start, end, table.rstrip("\n").split("\n")))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from doc_blocks import replace_between
+from doc_blocks import write_table
 from own_clock import machine
 
 from mvssl_plugin.files import read_csv, read_json, write_csv, write_json
@@ -223,9 +223,7 @@ def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
             f"| {r['curve']} | {r['train_minutes']} | {counts[str(r['method'])]} of 6 |"
         )
     table = "\n".join(lines) + "\n"
-    (out / "screens.md").write_text(table)
-    for page in pages:
-        page.write_text(replace_between(page.read_text(), START, END, table.rstrip("\n").split("\n")))
+    write_table(table, out / "screens.md", pages, START, END)
     return table
 
 

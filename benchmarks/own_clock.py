@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from doc_blocks import replace_between
+from doc_blocks import write_table
 
 from mvssl_plugin.config.hardware import cpu_bf16_native
 from mvssl_plugin.eval.time_to_accuracy import first_at_or_above, stays_at_or_above
@@ -133,9 +133,7 @@ def report(out: Path = OUT, pages: Sequence[Path] = PAGES) -> List[Dict[str, obj
     rows = [record(f) for f in sorted(out.iterdir()) if (f / EPOCH_KNN).is_file()]
     write_csv(out / "records.csv", rows)
     table = markdown(rows)
-    (out / "records.md").write_text(table)
-    for page in pages:
-        page.write_text(replace_between(page.read_text(), START, END, table.rstrip("\n").split("\n")))
+    write_table(table, out / "records.md", pages, START, END)
     return rows
 
 
