@@ -2,18 +2,25 @@
 validation split, never on the test set.
 
     python benchmarks/leaderboard.py plan [--round A|B]   # one "tag|main_pretrain.py arguments" line a screen
-    python benchmarks/leaderboard.py collect ROOT         # copies the finished screens below ROOT here
-    python benchmarks/leaderboard.py report               # screens.csv, screens.md: each method's pick
     python benchmarks/leaderboard.py records              # each pick's record runs, as plan's lines
+    python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
+    python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
 
 Each method starts from its CPU recipe (solo-learn's CIFAR recipe as it ships, on the speedrun's
-backbone, data path and precision; ours, ``speedrun_cpu.yaml``) and gets the same six screens:
+backbone, data path and precision; ours, ``speedrun_{,mavicreg_,mmcr_}cpu.yaml``) and gets the same
+six screens:
 its LARS + warm-up-cosine at 0.5x, 1x and 2x the lr solo-learn ships (ours: Barlow Twins' 0.3),
 and Adam at a constant 1e-3, 2e-3 and 4e-3 (ours' family). Every screen trains 3 epochs (the
 speedrun levers' screen) with ``data.holdout=5000`` held out of training and no test set
 (``data.val_path=null``), and is read by ``knn_holdout_acc1`` after its last epoch. Round A is each
 method's shipped setting and Adam at 2e-3; round B the other four. The lrs are solo-learn's
 nominal ones: it multiplies them by batch / 256 (the peers' recipes use 256, ours 128).
+
+A pick's record trains on all 50,000 images with the test set read after every epoch, two seeds,
+for the training minutes ``RECORD_MINUTES`` holds at its screen's pace. The records' table sets
+each of our records against the best of solo-learn's methods: that method's test kNN at the end
+of its records (the mean of its seeds, after about ``RECORD_MINUTES``), and the training minutes
+from which our curve stays at or above it (``eval.time_to_accuracy``'s rule).
 
 To run a plan, one screen at a time and nothing else beside it::
 
@@ -24,15 +31,15 @@ To run a plan, one screen at a time and nothing else beside it::
 from __future__ import annotations
 
 import argparse
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from doc_blocks import write_table
-from own_clock import machine
+from own_clock import copy_small_files, record
 
-from mvssl_plugin.files import read_csv, read_json, write_csv, write_json
+from mvssl_plugin.eval.time_to_accuracy import stays_at_or_above
+from mvssl_plugin.files import read_csv, read_json, write_csv
 from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG
 
 OUT = Path(__file__).resolve().parent / "results" / "leaderboard"
@@ -40,6 +47,10 @@ OUT = Path(__file__).resolve().parent / "results" / "leaderboard"
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "speedrun.md"
 START = "<!-- leaderboard screens: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
 END = "<!-- end of the leaderboard screens -->"
+RECORDS_START = (
+    "<!-- leaderboard records: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
+)
+RECORDS_END = "<!-- end of the leaderboard records -->"
 SCREEN_EPOCHS = 3
 #: every screen: its budget, the split it is read on, and no test set
 SCREEN = (f"max_epochs={SCREEN_EPOCHS}", "seed=1", "data.holdout=5000", "data.val_path=null", "epoch_knn.enabled=true")
@@ -66,8 +77,9 @@ LARS_FACTORS = (1.0, 0.5, 2.0)
 class Method:
     key: str
     recipe: str
-    lars_lr: float  # the LARS lr solo-learn ships for it (ours: Barlow Twins')
+    lars_lr: float  # the LARS lr solo-learn ships for it (ours: Barlow Twins' and VICReg's)
     ships: str  # the optimizer its recipe ships: "lars" or "adam"
+    ours: bool = False
 
 
 METHODS = (
@@ -75,7 +87,9 @@ METHODS = (
     Method("vicreg", "solo_vicreg_cifar_cpu.yaml", 0.3, "lars"),
     Method("simclr", "solo_simclr_cifar_cpu.yaml", 0.4, "lars"),
     Method("byol", "solo_byol_cifar_cpu.yaml", 1.0, "lars"),
-    Method("mabt", "speedrun_cpu.yaml", 0.3, "adam"),
+    Method("mabt", "speedrun_cpu.yaml", 0.3, "adam", ours=True),
+    Method("mavicreg", "speedrun_mavicreg_cpu.yaml", 0.3, "adam", ours=True),
+    Method("mmcr", "speedrun_mmcr_cpu.yaml", 0.3, "adam", ours=True),
 )
 
 
@@ -125,26 +139,24 @@ def diverged_epoch(folder: Path) -> Optional[int]:
     return None
 
 
-def collect(root: Path, out: Path = OUT / "screens") -> List[Path]:
-    """Copies each screen's small files below ``root`` (and ``root/<tag>.log``, its console): the
-    finished ones, and the diverged ones (stopped on a NaN loss, before or after a kNN)."""
+def record_tag(screen: Screen, seed: int) -> str:
+    return f"record-{screen.tag}-s{seed}"
+
+
+def collect(root: Path, out: Path = OUT) -> List[Path]:
+    """Copies the small files (and ``root/<tag>.log``, the console) of each run below ``root`` that
+    the plans name: into ``out/screens`` the finished screens and the diverged ones (stopped on a
+    NaN loss, before or after a kNN), into ``out/records`` the finished records."""
     copied = []
-    tags = {s.tag for s in screens()}
+    kinds = {s.tag: "screens" for s in screens()}
+    kinds.update({record_tag(s, seed): "records" for s in screens() for seed in RECORD_SEEDS})
     for folder in sorted(p.parent for p in root.rglob("args.json")):
-        args, launches = read_json(folder / "args.json"), read_json(folder / RUN_LOG, {"launches": []})["launches"]
+        tag = read_json(folder / "args.json").get("name")
+        launches = read_json(folder / RUN_LOG, {"launches": []})["launches"]
         finished = bool(launches) and launches[-1].get("finished") and (folder / EPOCH_KNN).is_file()
-        if args.get("name") not in tags or not (finished or diverged_epoch(folder) is not None):
-            continue
-        target = out / str(args["name"])
-        target.mkdir(parents=True, exist_ok=True)
-        for name in (EPOCH_KNN, METRICS, RUN_LOG, "args.json"):
-            if (folder / name).is_file():
-                shutil.copy2(folder / name, target / name)
-        log = root / f"{args['name']}.log"
-        if log.is_file():
-            shutil.copy2(log, target / "console.log")
-        write_json(target / "machine.json", machine())
-        copied.append(target)
+        diverged = kinds.get(tag) == "screens" and diverged_epoch(folder) is not None
+        if tag in kinds and (finished or diverged):
+            copied.append(copy_small_files(folder, root / f"{tag}.log", out / kinds[tag] / str(tag)))
     return copied
 
 
@@ -195,8 +207,97 @@ def record_lines(rows: Sequence[Dict[str, object]]) -> List[str]:
         kept = [a for a in screen.arguments() if a not in SCREEN]
         for seed in RECORD_SEEDS:
             args = [*kept, f"max_epochs={epochs}", f"seed={seed}", "epoch_knn.enabled=true", *WANDB]
-            lines.append(f"record-{screen.tag}-s{seed}|{' '.join(args)}")
+            lines.append(f"{record_tag(screen, seed)}|{' '.join(args)}")
     return lines
+
+
+def against_best_peer(
+    rows: Sequence[Dict[str, object]], curves: Dict[str, List[Dict[str, str]]]
+) -> Tuple[str, List[str]]:
+    """The records' comparison: the best of solo-learn's methods by its mean final test kNN over
+    its records, and for each record of ours, the training minutes from which its curve stays at
+    or above that kNN, against the peer's mean minutes (how many times less time)."""
+    ours = {m.key for m in METHODS if m.ours}
+    by_setting: Dict[str, List[Dict[str, object]]] = {}
+    for r in rows:
+        by_setting.setdefault(str(r["setting"]), []).append(r)
+    peers = {k: v for k, v in by_setting.items() if k.split("-")[0] not in ours}
+    if not peers:
+        return "", []
+    best = max(peers, key=lambda k: sum(float(r["final_knn"]) for r in peers[k]) / len(peers[k]))
+    level = sum(float(r["final_knn"]) for r in peers[best]) / len(peers[best])
+    minutes = sum(float(r["train_minutes"]) for r in peers[best]) / len(peers[best])
+    head = (
+        f"the best of solo-learn's methods: {best}, {level:.2f}% test kNN after {minutes:.1f} training "
+        f"minutes (mean of {len(peers[best])} record(s))"
+    )
+    lines = []
+    for r in rows:
+        if str(r["setting"]).split("-")[0] not in ours:
+            continue
+        curve = curves[str(r["run"])]
+        values = [float(c["knn_val_acc1"]) for c in curve]
+        at = stays_at_or_above(values, level)
+        if at is None:
+            lines.append(f"{r['run']}: does not stay at or above {level:.2f}% within its {r['train_minutes']} minutes")
+            continue
+        t = float(curve[at]["train_seconds"]) / 60
+        lines.append(
+            f"{r['run']}: stays at or above {level:.2f}% from {t:.1f} training minutes: {minutes / t:.2f}x less time"
+        )
+    return head, lines
+
+
+def plot_records(rows: Sequence[Dict[str, object]], curves: Dict[str, List[Dict[str, str]]], path: Path) -> None:
+    """Test kNN against training minutes, one line per record (colour: setting; dashed: seed 2)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    settings = sorted({str(r["setting"]) for r in rows})
+    for r in rows:
+        curve = curves[str(r["run"])]
+        style = "-" if str(r["seed"]) == str(RECORD_SEEDS[0]) else "--"
+        label = str(r["setting"]) if style == "-" else None
+        ax.plot([float(c["train_seconds"]) / 60 for c in curve], [float(c["knn_val_acc1"]) for c in curve], style,
+                color=f"C{settings.index(str(r['setting']))}", label=label, marker=".")  # fmt: skip
+    ax.set_xlabel("training minutes (the run's own clock)")
+    ax.set_ylabel("backbone kNN on the test set (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("each method's pick, tuned alike on the holdout split (dashed: seed 2)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
+    """``records.csv``, ``records.md`` (the table, then the comparison with the best peer) and
+    ``records.png`` in ``out``, from the records collected in ``out/records``; the table between
+    the records' markers of each page in ``pages``."""
+    rows, curves = [], {}
+    for knn in sorted((out / "records").glob(f"*/{EPOCH_KNN}")):
+        rows.append({"setting": knn.parent.name[len("record-") :].rsplit("-s", 1)[0], **record(knn.parent)})
+        curves[knn.parent.name] = read_csv(knn)
+    write_csv(out / "records.csv", rows)
+    lines = [
+        "| method | setting | seed | epochs | training min | test kNN at the end | min to 50% | 55% | 60% | cpu |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(rows, key=lambda r: (-float(r["final_knn"]), str(r["run"]))):
+        to = [r[f"min_to_{t}"] or "-" for t in (50, 55, 60)]
+        lines.append(f"| {r['method']} | {r['setting']} | {r['seed']} | {r['epochs']} | {r['train_minutes']} "
+                     f"| {float(r['final_knn']):.2f} | {' | '.join(map(str, to))} | {r['cpu']} |")  # fmt: skip
+    head, versus = against_best_peer(rows, curves)
+    if head:
+        lines += ["", f"Against {head}:", ""] + [f"- {v}" for v in versus]
+    table = "\n".join(lines) + "\n"
+    write_table(table, out / "records.md", pages, RECORDS_START, RECORDS_END)
+    if rows:
+        plot_records(rows, curves, out / "records.png")
+    return table
 
 
 def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
@@ -232,9 +333,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     plan = sub.add_parser("plan", help="the screens' main_pretrain.py arguments, one line each")
     plan.add_argument("--round", choices=("A", "B"))
-    take = sub.add_parser("collect", help="copy the finished screens below ROOT here")
+    take = sub.add_parser("collect", help="copy the finished screens and records below ROOT here")
     take.add_argument("root", type=Path)
-    sub.add_parser("report", help="screens.csv and screens.md from what was collected")
+    sub.add_parser("report", help="the screens' and the records' tables from what was collected")
     sub.add_parser("records", help="each method's pick as record runs, one 'tag|arguments' line each")
     args = parser.parse_args(argv)
     if args.action == "plan":
@@ -247,6 +348,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print("\n".join(record_lines(read_csv(OUT / "screens.csv"))))
     else:
         print(report(), end="")
+        print(report_records(), end="")
 
 
 if __name__ == "__main__":

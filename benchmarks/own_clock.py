@@ -69,11 +69,17 @@ def collect(folder: Path, log: Optional[Path], out: Path = OUT) -> Path:
         raise SystemExit(f"{folder}: not finished (run.json): collect finished runs only")
     if not (folder / EPOCH_KNN).is_file():
         raise SystemExit(f"{folder}: no {EPOCH_KNN}: the run had epoch_knn.enabled=false")
-    target = out / str(args["name"])
+    return copy_small_files(folder, log, out / str(args["name"]))
+
+
+def copy_small_files(folder: Path, log: Optional[Path], target: Path) -> Path:
+    """A run's small files that exist (``SMALL_FILES``), its console log as ``console.log`` and this
+    machine's description (``machine.json``) into ``target``: what a collected run keeps."""
     target.mkdir(parents=True, exist_ok=True)
     for name in SMALL_FILES:
-        shutil.copy2(folder / name, target / name)
-    if log is not None:
+        if (folder / name).is_file():
+            shutil.copy2(folder / name, target / name)
+    if log is not None and log.is_file():
         shutil.copy2(log, target / "console.log")
     write_json(target / "machine.json", machine())
     return target

@@ -25,8 +25,14 @@ def test_every_method_gets_the_same_six_screens_on_the_split_and_none_reads_the_
     byol = {s.lr for s in screens if s.method.key == "byol" and s.optimizer == "lars"}
     assert byol == {"0.5", "1", "2"}  # 0.5x, 1x, 2x what solo-learn ships
     first = leaderboard.screens("A")
-    assert [s.tag for s in first] == [s.tag for s in screens[: len(first)]] and len(first) == 10
+    assert [s.tag for s in first] == [s.tag for s in screens[: len(first)]] and len(first) == 14
     assert {(s.method.key, s.lr) for s in first} >= {("barlow", "0.3"), ("byol", "1"), ("mabt", "2e-3")}
+    ours = {m.key: m.recipe for m in leaderboard.METHODS if m.ours}
+    assert ours == {
+        "mabt": "speedrun_cpu.yaml",
+        "mavicreg": "speedrun_mavicreg_cpu.yaml",
+        "mmcr": "speedrun_mmcr_cpu.yaml",
+    }
     # a peer's Adam drops its LARS arguments; ours takes LARS's
     peer_adam = next(s for s in screens if s.tag == "simclr-adam-2e-3").arguments()
     assert "~optimizer.kwargs" in peer_adam and "scheduler.name=none" in peer_adam
@@ -59,7 +65,7 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
     write_json(early / "args.json", {"name": "simclr-lars-0.8", "method": "simclr", "optimizer": {"batch_size": 256}})
     launch = {"finished": False, "status": "failed: FloatingPointError", "epochs_completed": 0, "train_seconds": 30.0}
     write_json(early / RUN_LOG, {"launches": [launch]})
-    copied = leaderboard.collect(runs, out=tmp_path / "out" / "screens")
+    copied = leaderboard.collect(runs, out=tmp_path / "out")
     assert sorted(p.name for p in copied) == [
         "barlow-adam-2e-3",
         "barlow-lars-0.3",
@@ -92,7 +98,10 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tag", ["vicreg-lars-0.3", "simclr-adam-2e-3", "byol-lars-1", "mabt-lars-0.3"])
+@pytest.mark.parametrize(
+    "tag",
+    ["vicreg-lars-0.3", "simclr-adam-2e-3", "byol-lars-1", "mabt-lars-0.3", "mavicreg-adam-2e-3", "mmcr-lars-0.3"],
+)
 def test_a_screen_trains_as_its_plan_line_says(tag, tiny_cifar, tmp_path, one_thread):
     """The plan's arguments for the new peer recipes and for a change of optimizer family, on tiny
     data (8 images a class, 2 of them held out) with the plan's own split and null test set."""
@@ -124,3 +133,41 @@ def test_a_picks_record_trains_on_every_image_reads_the_test_set_and_fills_the_b
     assert not any(a.startswith(("data.holdout", "data.val_path")) for a in byol)  # all 50,000; the test set
     assert "max_epochs=21" in lines["record-mabt-adam-4e-3-s1"].split()  # 1.4 min an epoch
     assert {"wandb.offline=true", "wandb.project=mvssl-leaderboard", "+wandb.tags=[leaderboard]"} <= set(byol)
+
+
+def _record(root, tag, method, curve, minutes_per_epoch):
+    folder = root / tag / method / "offline-r"
+    folder.mkdir(parents=True)
+    write_json(folder / "args.json", {"name": tag, "method": method, "seed": int(tag[-1]), "precision": "bf16-mixed"})
+    launch = {"finished": True, "plugin_commit": "abc", "command": f"python main_pretrain.py name={tag}"}
+    write_json(folder / RUN_LOG, {"launches": [launch]})
+    rows = [
+        {"epoch": i, "train_seconds": 60.0 * minutes_per_epoch * (i + 1), "knn_val_acc1": v, "eval_seconds": 15.0}
+        for i, v in enumerate(curve)
+    ]
+    write_csv(folder / EPOCH_KNN, rows)
+    write_csv(folder / METRICS, rows)
+
+
+def test_the_records_table_sets_each_of_ours_against_the_best_peers_accuracy_at_its_end(tmp_path):
+    runs = tmp_path / "runs"
+    _record(runs, "record-simclr-lars-0.2-s1", "simclr", [40.0, 50.0, 54.0], 10.0)
+    _record(runs, "record-simclr-lars-0.2-s2", "simclr", [41.0, 49.0, 56.0], 10.0)  # mean 55.0 after 30 min
+    _record(runs, "record-byol-adam-2e-3-s1", "byol", [30.0, 40.0, 45.0], 10.0)
+    # ours: 56 at 10 min, dips to 54.5 at 15, then stays: 55.0 is reached for good at 20 minutes
+    _record(runs, "record-mabt-adam-4e-3-s1", "mabt", [50.0, 56.0, 54.5, 57.0, 60.0, 61.0], 5.0)
+    _record(runs, "record-mabt-adam-4e-3-s2", "mabt", [40.0, 45.0, 50.0], 10.0)  # never reaches it
+    _record(runs, "record-mabt-adam-9e-3-s1", "mabt", [60.0], 10.0)  # not a pick of any plan: left out
+    copied = leaderboard.collect(runs, out=tmp_path / "out")
+    assert sorted(p.parent.name for p in copied) == ["records"] * 5
+    page = tmp_path / "speedrun.md"
+    page.write_text(f"{leaderboard.RECORDS_START}\nold\n{leaderboard.RECORDS_END}\n")
+    table = leaderboard.report_records(out=tmp_path / "out", pages=[page])
+    assert "old" not in page.read_text() and table.rstrip() in page.read_text()
+    assert "simclr-lars-0.2, 55.00% test kNN after 30.0 training minutes (mean of 2 record(s))" in table
+    assert "- record-mabt-adam-4e-3-s1: stays at or above 55.00% from 20.0 training minutes: 1.50x less time" in table
+    assert "- record-mabt-adam-4e-3-s2: does not stay at or above 55.00% within its 30.0 minutes" in table
+    assert "| mabt | mabt-adam-4e-3 | 1 | 6 | 30.0 | 61.00 | 5.0 | 20.0 | 25.0 |" in table
+    rows = read_csv(tmp_path / "out" / "records.csv")
+    assert {r["setting"] for r in rows} == {"simclr-lars-0.2", "byol-adam-2e-3", "mabt-adam-4e-3"}
+    assert (tmp_path / "out" / "records.png").stat().st_size > 0
