@@ -31,6 +31,7 @@ To run a plan, one screen at a time and nothing else beside it::
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -52,8 +53,11 @@ RECORDS_START = (
 )
 RECORDS_END = "<!-- end of the leaderboard records -->"
 SCREEN_EPOCHS = 3
+#: CIFAR-10's training images, and the split every screen holds out of them
+TRAIN_IMAGES, HOLDOUT = 50_000, 5_000
 #: every screen: its budget, the split it is read on, and no test set
-SCREEN = (f"max_epochs={SCREEN_EPOCHS}", "seed=1", "data.holdout=5000", "data.val_path=null", "epoch_knn.enabled=true")
+SCREEN = (f"max_epochs={SCREEN_EPOCHS}", "seed=1", f"data.holdout={HOLDOUT}", "data.val_path=null",
+          "epoch_knn.enabled=true")  # fmt: skip
 ADAM = ("optimizer.name=adam", "~optimizer.kwargs", "optimizer.weight_decay=1e-6", "scheduler.name=none")
 #: solo-learn's LARS settings for its CIFAR recipes, for a recipe that ships Adam
 LARS = (
@@ -196,17 +200,25 @@ def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
 
 def record_lines(rows: Sequence[Dict[str, object]]) -> List[str]:
     """``tag|arguments`` of each method's record runs: its pick on all 50,000 training images (the
-    speedrun records' data), the test set read after every epoch, seeds 1 and 2, for as many epochs
-    as its screen's pace fits in ``RECORD_MINUTES`` of training, logged to one offline wandb project."""
+    speedrun records' data), the test set read after every epoch, seeds 1 and 2, logged to one
+    offline wandb project, for ``RECORD_MINUTES`` of training. A constant lr stops after the epoch
+    whose training clock reaches them (``epoch_knn.stop_after_minutes``); a schedule is fitted to
+    the epochs they hold at the method's fastest screen's pace (the least disturbed by other work),
+    scaled from the screens' 45,000 images to 50,000."""
     by_tag = {s.tag: s for s in screens()}
     lines = []
-    for pick in picks(rows).values():
+    for method, pick in picks(rows).items():
         screen = by_tag[str(pick["tag"])]
-        per_epoch = float(pick["train_minutes"]) / SCREEN_EPOCHS
-        epochs = max(1, int(RECORD_MINUTES // per_epoch))
+        ran = [r for r in rows if r["method"] == method and r.get("diverged_in_epoch") in ("", None)]
+        pace = min(float(r["train_minutes"]) for r in ran) / SCREEN_EPOCHS * TRAIN_IMAGES / (TRAIN_IMAGES - HOLDOUT)
+        epochs = math.ceil(RECORD_MINUTES / pace)
         kept = [a for a in screen.arguments() if a not in SCREEN]
+        if screen.optimizer == "adam":  # a constant lr: the clock ends it
+            budget = [f"max_epochs={2 * epochs}", f"epoch_knn.stop_after_minutes={RECORD_MINUTES:g}"]
+        else:
+            budget = [f"max_epochs={epochs}"]
         for seed in RECORD_SEEDS:
-            args = [*kept, f"max_epochs={epochs}", f"seed={seed}", "epoch_knn.enabled=true", *WANDB]
+            args = [*kept, *budget, f"seed={seed}", "epoch_knn.enabled=true", *WANDB]
             lines.append(f"{record_tag(screen, seed)}|{' '.join(args)}")
     return lines
 

@@ -119,6 +119,12 @@ def check_signals(cfg: DictConfig) -> list[str]:
         targets = select(cfg, "epoch_knn.targets")
         if not targets or any(not (is_number(t) and 0 < t <= 100) for t in targets):
             raise ConfigError(f"epoch_knn.targets={targets!r}: list accuracies in (0, 100], e.g. [50, 60, 70]")
+        budget = select(cfg, "epoch_knn.stop_after_minutes")
+        if budget is not None and not (is_number(budget) and budget > 0):
+            raise ConfigError(
+                f"epoch_knn.stop_after_minutes={budget!r}: give training minutes > 0 (e.g. 30), or null to train "
+                "max_epochs"
+            )
         if select(cfg, "data.val_path") is None and not select(cfg, "data.holdout", 0):
             raise ConfigError(
                 "epoch_knn.enabled=true with neither data.val_path nor data.holdout: give it a set to measure on "

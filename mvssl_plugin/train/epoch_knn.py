@@ -7,7 +7,9 @@ Its seconds are off the training clock (:meth:`TrainClock.stop_at`), so the trai
 seconds beside each figure are what a run without it would have spent. Rows go to the console,
 ``metrics.csv`` (``knn_<set>_acc1``), wandb and ``epoch_knn.csv``; at the end of training, the
 minutes from which each curve stays at or above each target
-(:func:`~mvssl_plugin.eval.time_to_accuracy.stays_at_or_above`)."""
+(:func:`~mvssl_plugin.eval.time_to_accuracy.stays_at_or_above`). With ``stop_after_minutes``, the
+run ends after the first epoch whose training clock reaches it: a budget of training time, the
+same for every method and machine, instead of a number of epochs."""
 
 from __future__ import annotations
 
@@ -68,10 +70,12 @@ class EpochKNN(Callback):
         k: int = 20,
         temperature: float = 0.07,
         targets: Sequence[float] = (50, 55, 60, 65, 70),
+        stop_after_minutes: Optional[float] = None,
     ) -> None:
         self.recipe, self.bank, self.queries = recipe, bank, queries
         self.k, self.temperature = int(k), float(temperature)
         self.targets = sorted(float(t) for t in targets)
+        self.stop_after = None if stop_after_minutes is None else float(stop_after_minutes) * 60
         self.rows: List[dict] = []
         self.clock: Optional[RunLog] = None  # set by build_trainer: the run's clock
 
@@ -124,6 +128,9 @@ class EpochKNN(Callback):
             "eval_seconds": round(eval_seconds, 3),
         }
         self.rows = [r for r in self.rows if int(r["epoch"]) < trainer.current_epoch] + [row]
+        budget_spent = self.stop_after is not None and row["train_seconds"] >= self.stop_after
+        if budget_spent:
+            trainer.should_stop = True  # every rank reads the same row: they stop together
         for name, acc in accuracies.items():
             pl_module.log(acc_key(name), acc, on_step=False, on_epoch=True, sync_dist=False)
         pl_module.log("knn_eval_seconds", eval_seconds, on_step=False, on_epoch=True, sync_dist=False)
@@ -135,6 +142,12 @@ class EpochKNN(Callback):
             f"minutes (the kNN took {eval_seconds:.1f} s, off the clock)",
             flush=True,
         )
+        if budget_spent:
+            print(
+                f"mvssl: stopping after epoch {trainer.current_epoch}: {row['train_seconds'] / 60:.2f} training "
+                f"minutes reach epoch_knn.stop_after_minutes={self.stop_after / 60:g}",  # type: ignore[operator]
+                flush=True,
+            )
         folder = run_folder(trainer)
         if folder is not None:
             write_csv(folder / EPOCH_KNN, self.rows)

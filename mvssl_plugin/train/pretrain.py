@@ -78,7 +78,13 @@ def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
     epoch_knn = None
     if select(cfg, "epoch_knn.enabled", False):
         knn = cfg.epoch_knn
-        epoch_knn = EpochKNN(*epoch_knn_sets(cfg, screen), k=knn.k, temperature=knn.temperature, targets=knn.targets)
+        epoch_knn = EpochKNN(
+            *epoch_knn_sets(cfg, screen),
+            k=knn.k,
+            temperature=knn.temperature,
+            targets=knn.targets,
+            stop_after_minutes=knn.get("stop_after_minutes"),
+        )
     facts = start_facts(cfg, num_images, steps_per_process(cfg, train_loader))
     record_facts(cfg, facts)
     return fit(

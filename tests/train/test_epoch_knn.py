@@ -12,8 +12,8 @@ import torch
 from helpers import assert_one_line, make_image_folder, pretrain_args, run_entry
 from lightning.pytorch import LightningModule, Trainer
 
-from mvssl_plugin.files import read_csv
-from mvssl_plugin.runs import EPOCH_KNN, KNN, METRICS
+from mvssl_plugin.files import read_csv, read_json
+from mvssl_plugin.runs import EPOCH_KNN, KNN, METRICS, RUN_LOG
 from mvssl_plugin.train.epoch_knn import EpochKNN
 from mvssl_plugin.train.run_log import RunLog
 
@@ -126,3 +126,32 @@ def test_a_run_with_no_set_to_measure_on_stops_in_one_line(tmp_path):
     data = {"train": str(make_image_folder(tmp_path / "train")), "test": str(make_image_folder(tmp_path / "test"))}
     args = pretrain_args(data, tmp_path, **{"epoch_knn.enabled": True, "data.val_path": "null"})
     assert_one_line(run_entry("main_pretrain.py", args, tmp_path), 2, "epoch_knn.enabled=true", "data.holdout=5000")
+
+
+def test_a_training_time_budget_ends_the_run_after_the_epoch_that_reaches_it(tmp_path):
+    run_log = RunLog()
+    knn = _SlowKNN(recipe=None, bank=(torch.zeros(0), []), queries={"val": (torch.zeros(0), [])},
+                   stop_after_minutes=1e-9)  # fmt: skip
+    knn.clock = run_log
+    trainer = Trainer(
+        max_epochs=3, callbacks=[knn, run_log], logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path, accelerator="cpu",
+    )  # fmt: skip
+    trainer.fit(_Toy(), torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4))
+    assert [r["epoch"] for r in knn.rows] == [0] and trainer.global_step == 2
+
+
+@pytest.mark.slow
+def test_a_user_gives_the_budget_in_training_minutes_and_a_bad_one_stops_in_one_line(tmp_path):
+    data = {"train": str(make_image_folder(tmp_path / "train")), "test": str(make_image_folder(tmp_path / "test"))}
+    extra = {"epoch_knn.enabled": True, "epoch_knn.stop_after_minutes": 1e-6, "precision": 32}
+    result = run_entry("main_pretrain.py", pretrain_args(data, tmp_path / "out", max_epochs=3, **extra), tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "mvssl: stopping after epoch 0: " in result.stdout and "epoch_knn.stop_after_minutes=1e-06" in result.stdout
+    (knn,) = (tmp_path / "out").rglob(EPOCH_KNN)
+    assert [r["epoch"] for r in read_csv(knn)] == ["0"]
+    assert read_json(knn.parent / RUN_LOG)["launches"][-1]["finished"] is True
+    assert [p.name for p in knn.parent.glob("*.ckpt")] and all("ep=0" in p.name for p in knn.parent.glob("*.ckpt"))
+    bad = pretrain_args(data, tmp_path / "bad", **{"epoch_knn.enabled": True, "epoch_knn.stop_after_minutes": -5})
+    assert_one_line(run_entry("main_pretrain.py", bad, tmp_path), 2, "epoch_knn.stop_after_minutes=-5", "minutes > 0")
+    assert not (tmp_path / "bad").exists()
