@@ -31,6 +31,8 @@ from mvssl_plugin.runs import EPOCH_KNN, RUN_LOG
 
 HERE = OUT / "split"
 HOLDOUT = 5000
+#: the recipes' own data path, relative to where main_pretrain.py runs (the plan names no machine's folders)
+DATA = Path("../shared/data/cifar10")
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "speedrun.md"
 START = "<!-- levers on the split: made by `python benchmarks/lever_split.py report` from results/speedrun/split -->"
 END = "<!-- end of the levers on the split -->"
@@ -47,7 +49,7 @@ def plan(seed: int = 1) -> List[str]:
     """``tag|arguments`` per lever setting: its screen's recipe and overrides, on the split."""
     lines = []
     for setting in TAGS:
-        recipe, extra = overrides(SCALES["cpu"], SETTINGS[setting].screen(), seed)
+        recipe, extra = overrides(SCALES["cpu"], SETTINGS[setting].screen(), seed, root=DATA)
         extra = [o for o in extra if override_key(o) not in _HARNESS]
         args = ["--config-name", recipe, *extra, f"data.holdout={HOLDOUT}", "epoch_knn.enabled=true"]
         lines.append(f"{tag_of(setting, seed)}|{' '.join(args)}")

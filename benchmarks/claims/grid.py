@@ -174,10 +174,11 @@ def find_point(scale: Scale, name: str) -> Tuple[Point, int]:
     raise SystemExit(f"{name}: not a run of the grid (see --list)")
 
 
-def overrides(scale: Scale, point: Point, seed: int) -> Tuple[str, List[str]]:
+def overrides(scale: Scale, point: Point, seed: int, root: Optional[Path] = None) -> Tuple[str, List[str]]:
     """(recipe, Hydra overrides) of a run, as its first launch would have them (the runner adds
-    what resuming a copied checkpoint needs)."""
-    root = cifar_root()
+    what resuming a copied checkpoint needs); the data under ``root`` (default: this machine's
+    CIFAR-10 tree, which must exist)."""
+    root = cifar_root() if root is None else root
     recipe = point.recipe or ("mavicreg_cifar_cpu.yaml" if point.method == "mavicreg" else "mabt_cifar_cpu.yaml")
     out = [
         f"method={point.method}",

@@ -19,7 +19,7 @@ def test_every_lever_setting_gets_its_screen_on_the_split_and_none_reads_the_tes
         args = words.split()
         assert "data.val_path=null" in args and "data.holdout=5000" in args and "epoch_knn.enabled=true" in args
         assert not any(a.startswith(("checkpoint.dir", "auto_resume", "epoch_knn.enabled=false")) for a in args)
-        assert "seed=2" in args and tag.endswith("-s2")
+        assert "seed=2" in args and tag.endswith("-s2") and "data.train_path=../shared/data/cifar10/train" in args
     ramp = lines["split-ramp-e4-s2"].split()  # its screen is 4 epochs at 16, 24, 32, 32 px
     assert "max_epochs=4" in ramp and "+memory.resolution.start=16" in ramp
     assert "data.num_views=8" in lines["split-m8-e3-s2"].split()
