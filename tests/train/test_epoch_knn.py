@@ -105,15 +105,21 @@ class _SlowKNN(EpochKNN):
         return {"val": 12.5}
 
 
-def test_its_seconds_are_off_the_training_clock(tmp_path):
+def _fit_toy(tmp_path, max_epochs: int, **knn_kwargs):
+    """A toy model fitted for ``max_epochs`` of two steps, a :class:`_SlowKNN` on the run's clock."""
     run_log = RunLog()
-    knn = _SlowKNN(recipe=None, bank=(torch.zeros(0), []), queries={"val": (torch.zeros(0), [])})
+    knn = _SlowKNN(recipe=None, bank=(torch.zeros(0), []), queries={"val": (torch.zeros(0), [])}, **knn_kwargs)
     knn.clock = run_log
     trainer = Trainer(
-        max_epochs=2, callbacks=[knn, run_log], logger=False, enable_checkpointing=False,
+        max_epochs=max_epochs, callbacks=[knn, run_log], logger=False, enable_checkpointing=False,
         enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path, accelerator="cpu",
     )  # fmt: skip
     trainer.fit(_Toy(), torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4))
+    return knn, run_log, trainer
+
+
+def test_its_seconds_are_off_the_training_clock(tmp_path):
+    knn, run_log, _ = _fit_toy(tmp_path, 2)
     assert [r["eval_seconds"] >= 0.6 for r in knn.rows] == [True, True]
     # two epochs of two tiny steps: far less than one evaluation's 0.6 s
     assert run_log.train_seconds < 0.5, run_log.train_seconds
@@ -129,15 +135,7 @@ def test_a_run_with_no_set_to_measure_on_stops_in_one_line(tmp_path):
 
 
 def test_a_training_time_budget_ends_the_run_after_the_epoch_that_reaches_it(tmp_path):
-    run_log = RunLog()
-    knn = _SlowKNN(recipe=None, bank=(torch.zeros(0), []), queries={"val": (torch.zeros(0), [])},
-                   stop_after_minutes=1e-9)  # fmt: skip
-    knn.clock = run_log
-    trainer = Trainer(
-        max_epochs=3, callbacks=[knn, run_log], logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path, accelerator="cpu",
-    )  # fmt: skip
-    trainer.fit(_Toy(), torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4))
+    knn, _, trainer = _fit_toy(tmp_path, 3, stop_after_minutes=1e-9)
     assert [r["epoch"] for r in knn.rows] == [0] and trainer.global_step == 2
 
 
