@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from claims.grid import SCALES, override_key, overrides
 from doc_blocks import write_table
@@ -72,7 +72,8 @@ def report(out: Path = HERE, pages: Sequence[Path] = (PAGE,), test_levers: Optio
     """``levers_split.csv`` and ``levers_split.md`` in ``out``: per lever, the gain at equal seconds
     on the split beside ``levers.csv``'s on the test set (same machine's step times), and whether
     its sign changed; the table between the markers of each page in ``pages``."""
-    curves, runs = [], {}  # type: List[dict], Dict[str, List[str]]
+    curves: List[dict] = []
+    runs: Dict[str, List[str]] = {}
     for knn in sorted(out.glob(f"split-*/{EPOCH_KNN}")):
         run = knn.parent.name[len("split-") :]
         runs.setdefault(setting_of(run), []).append(run)
