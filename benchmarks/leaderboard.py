@@ -1,7 +1,7 @@
 """solo-learn's methods and ours, tuned alike: the same screens for every method, picked on the
 validation split, never on the test set.
 
-    python benchmarks/leaderboard.py plan [--round A|B]   # one "tag|main_pretrain.py arguments" line a screen
+    python benchmarks/leaderboard.py plan [--round A|B|C] # one "tag|main_pretrain.py arguments" line a screen
     python benchmarks/leaderboard.py records              # each pick's record runs, as plan's lines
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
@@ -13,7 +13,9 @@ its LARS + warm-up-cosine at 0.5x, 1x and 2x the lr solo-learn ships (ours: Barl
 and Adam at a constant 1e-3, 2e-3 and 4e-3 (ours' family). Every screen trains 3 epochs (the
 speedrun levers' screen) with ``data.holdout=5000`` held out of training and no test set
 (``data.val_path=null``), and is read by ``knn_holdout_acc1`` after its last epoch. Round A is each
-method's shipped setting and Adam at 2e-3; round B the other four. The lrs are solo-learn's
+method's shipped setting and Adam at 2e-3; round B the other four; round C, once a method's six
+have run, Adam at half or twice its best Adam lr where that lr is the lowest or highest it
+screened (``edge_screens``: the same rule for every method). The lrs are solo-learn's
 nominal ones: it multiplies them by batch / 256 (the peers' recipes use 256, ours 128).
 
 A pick's record trains on all 50,000 images with the test set read after every epoch, two seeds,
@@ -113,6 +115,9 @@ class Screen:
 
     @property
     def round(self) -> str:
+        """A: the shipped setting and Adam at 2e-3; B: the other four; C: beyond the Adam grid's edge."""
+        if self.optimizer == "adam" and self.lr not in ADAM_LRS:
+            return "C"
         shipped = f"{self.method.lars_lr:g}" if self.optimizer == "lars" else ADAM_LRS[0]
         return "A" if self.lr == shipped else "B"
 
@@ -135,6 +140,44 @@ def screens(round_: Optional[str] = None) -> List[Screen]:
     return [s for s in every if round_ in (None, s.round)]
 
 
+def screen_of(tag: str) -> Optional[Screen]:
+    """The screen a tag names (``<method>-<optimizer>-<lr>``), or None."""
+    key, _, rest = tag.partition("-")
+    optimizer, _, lr = rest.partition("-")
+    method = next((m for m in METHODS if m.key == key), None)
+    try:
+        float(lr)
+    except ValueError:
+        return None
+    return Screen(method, optimizer, lr) if method and optimizer in ("adam", "lars") else None
+
+
+def _lr_text(lr: float) -> str:
+    """1e-3's style for an lr: 5e-4, 8e-3, 1.6e-2."""
+    mantissa, exponent = f"{lr:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def edge_screens(rows: Sequence[Dict[str, object]]) -> List[Screen]:
+    """Round C: for each method whose six screens have run and whose best Adam screen is the
+    lowest or the highest lr it screened, Adam at half or twice that lr. One rule for every
+    method, so that no method's best lies beyond the grid unseen (run again after each round C)."""
+    done = {str(r["tag"]) for r in rows}
+    edges = []
+    for m in METHODS:
+        if any(s.tag not in done for s in screens() if s.method == m):
+            continue
+        adam = [r for r in rows if str(r["tag"]).startswith(f"{m.key}-adam-") and r["holdout_knn"] not in ("", None)]
+        if not adam:
+            continue
+        lrs = sorted(float(r["lr"]) for r in adam)
+        best = float(max(adam, key=lambda r: float(r["holdout_knn"]))["lr"])
+        step = 0.5 if best == lrs[0] else 2.0 if best == lrs[-1] else None
+        if step is not None and f"{m.key}-adam-{_lr_text(best * step)}" not in done:
+            edges.append(Screen(m, "adam", _lr_text(best * step)))
+    return edges
+
+
 def diverged_epoch(folder: Path) -> Optional[int]:
     """The epoch in which a screen diverged, or None: its run stopped on a non-finite loss
     (``run.json``: ``failed: FloatingPointError``, exit 3), or ``metrics.csv`` logged a NaN loss."""
@@ -154,25 +197,30 @@ def record_tag(screen: Screen, seed: int) -> str:
 def collect(root: Path, out: Path = OUT) -> List[Path]:
     """Copies the small files (and ``root/<tag>.log``, the console) of each run below ``root`` that
     the plans name: into ``out/screens`` the finished screens and the diverged ones (stopped on a
-    NaN loss, before or after a kNN), into ``out/records`` the finished records."""
+    NaN loss, before or after a kNN), into ``out/records`` the finished records of screened settings."""
+    named = [
+        (str(read_json(f / "args.json").get("name")), f) for f in sorted(p.parent for p in root.rglob("args.json"))
+    ]
+    screened = {s.tag for s in screens()} | {t for t, _ in named if screen_of(t)}
+    screened |= {p.name for p in (out / "screens").glob("*")}
     copied = []
-    kinds = {s.tag: "screens" for s in screens()}
-    kinds.update({record_tag(s, seed): "records" for s in screens() for seed in RECORD_SEEDS})
-    for folder in sorted(p.parent for p in root.rglob("args.json")):
-        tag = read_json(folder / "args.json").get("name")
+    for tag, folder in named:
+        setting = tag[len("record-") : -len("-s1")] if tag.startswith("record-") else ""
+        record = setting in screened and tag[-3:] in {f"-s{seed}" for seed in RECORD_SEEDS}
+        kind = "records" if record else "screens" if screen_of(tag) else None
         launches = read_json(folder / RUN_LOG, {"launches": []})["launches"]
         finished = bool(launches) and launches[-1].get("finished") and (folder / EPOCH_KNN).is_file()
-        diverged = kinds.get(tag) == "screens" and diverged_epoch(folder) is not None
-        if tag in kinds and (finished or diverged):
-            copied.append(copy_small_files(folder, root / f"{tag}.log", out / kinds[tag] / str(tag)))
+        diverged = kind == "screens" and diverged_epoch(folder) is not None
+        if kind and (finished or diverged):
+            copied.append(copy_small_files(folder, root / f"{tag}.log", out / kind / tag))
     return copied
 
 
 def row(folder: Path) -> Dict[str, object]:
     """One screen's reading: its holdout kNN after each epoch (none: it diverged before the first
     ended), its training minutes."""
-    by_tag = {s.tag: s for s in screens()}
-    screen, args = by_tag[folder.name], read_json(folder / "args.json")
+    screen, args = screen_of(folder.name), read_json(folder / "args.json")
+    assert screen is not None, folder
     knn = read_csv(folder / EPOCH_KNN) if (folder / EPOCH_KNN).is_file() else []
     launches = read_json(folder / RUN_LOG)["launches"]
     seconds = float(knn[-1]["train_seconds"]) if knn else float(launches[-1].get("train_seconds", 0.0))
@@ -209,10 +257,10 @@ def record_lines(rows: Sequence[Dict[str, object]]) -> List[str]:
     whose training clock reaches them (``epoch_knn.stop_after_minutes``); a schedule is fitted to
     the epochs they hold at the method's fastest screen's pace (the least disturbed by other work),
     scaled from the screens' 45,000 images to 50,000."""
-    by_tag = {s.tag: s for s in screens()}
     lines = []
     for method, pick in picks(rows).items():
-        screen = by_tag[str(pick["tag"])]
+        screen = screen_of(str(pick["tag"]))
+        assert screen is not None, pick
         ran = [r for r in rows if r["method"] == method and r.get("diverged_in_epoch") in ("", None)]
         pace = min(float(r["train_minutes"]) for r in ran) / SCREEN_EPOCHS * TRAIN_IMAGES / (TRAIN_IMAGES - HOLDOUT)
         epochs = math.ceil(RECORD_MINUTES / pace)
@@ -327,7 +375,8 @@ def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
     rows = [row(f) for f in sorted((out / "screens").iterdir()) if (f / "args.json").is_file()]
     write_csv(out / "screens.csv", rows)
     chosen = {r["tag"] for r in picks(rows).values()}
-    counts = {m: sum(r["method"] == m for r in rows) for m in {str(r["method"]) for r in rows}}
+    counts = {m: sum(r["method"] == m and r["round"] != "C" for r in rows) for m in {str(r["method"]) for r in rows}}
+    edges = {m: sum(r["method"] == m and r["round"] == "C" for r in rows) for m in counts}
     lines = [
         "| method | optimizer | lr | batch | holdout kNN after 3 epochs | per epoch | training min | screens done |",
         "|---|---|---|---|---|---|---|---|",
@@ -340,9 +389,11 @@ def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
         mark = "**" if r["tag"] in chosen else ""
         knn = "-" if score(r) < 0 else f"{score(r):.2f}"
         nan = "" if r["diverged_in_epoch"] in ("", None) else f" (NaN loss in epoch {r['diverged_in_epoch']}: stopped)"
+        beyond = edges[str(r["method"])]
         lines.append(
             f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{knn}{mark}{nan} "
-            f"| {r['curve']} | {r['train_minutes']} | {counts[str(r['method'])]} of 6 |"
+            f"| {r['curve']} | {r['train_minutes']} | {counts[str(r['method'])]} of 6"
+            f"{f' + {beyond} beyond the edge' if beyond else ''} |"
         )
     table = "\n".join(lines) + "\n"
     write_table(table, out / "screens.md", pages, START, END)
@@ -353,14 +404,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
     plan = sub.add_parser("plan", help="the screens' main_pretrain.py arguments, one line each")
-    plan.add_argument("--round", choices=("A", "B"))
+    plan.add_argument("--round", choices=("A", "B", "C"), help="C: beyond the Adam grid's edge (from screens.csv)")
     take = sub.add_parser("collect", help="copy the finished screens and records below ROOT here")
     take.add_argument("root", type=Path)
     sub.add_parser("report", help="the screens' and the records' tables from what was collected")
     sub.add_parser("records", help="each method's pick as record runs, one 'tag|arguments' line each")
     args = parser.parse_args(argv)
     if args.action == "plan":
-        for s in screens(args.round):
+        for s in edge_screens(read_csv(OUT / "screens.csv")) if args.round == "C" else screens(args.round):
             print(f"{s.tag}|{' '.join(s.arguments())}")
     elif args.action == "collect":
         for target in collect(args.root):

@@ -97,6 +97,34 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
     }
 
 
+def _rows(method, knn_by_lr, lars=(30.0, 30.0, 30.0)):
+    m = next(m for m in leaderboard.METHODS if m.key == method)
+    rows = [
+        {"tag": f"{method}-adam-{lr}", "optimizer": "adam", "lr": lr, "holdout_knn": k} for lr, k in knn_by_lr.items()
+    ]
+    lrs = [f"{m.lars_lr * f:g}" for f in leaderboard.LARS_FACTORS]
+    return rows + [
+        {"tag": f"{method}-lars-{lr}", "optimizer": "lars", "lr": lr, "holdout_knn": k} for lr, k in zip(lrs, lars)
+    ]
+
+
+def test_a_best_adam_screen_at_the_grids_edge_gets_the_next_lr_out_alike_for_every_method():
+    rows = _rows("vicreg", {"1e-3": 45.0, "2e-3": 34.0, "4e-3": 31.0})  # best at the lowest lr: half it
+    rows += _rows("mabt", {"1e-3": 46.5, "2e-3": 46.3, "4e-3": 47.4})  # at the highest: twice it
+    rows += _rows("simclr", {"1e-3": 38.0, "2e-3": 43.0, "4e-3": 39.0})  # inside the grid: nothing
+    rows += _rows("byol", {"1e-3": 40.0, "2e-3": 37.0})  # six not all run: nothing yet
+    rows += _rows("barlow", {"5e-4": 44.0, "1e-3": 41.5, "2e-3": 31.0, "4e-3": 24.0})  # still at the edge
+    rows += _rows("mmcr", {"1e-3": 40.0, "2e-3": 37.0, "4e-3": 35.0}, lars=(30.0, 41.0, ""))  # LARS best: Adam's edge
+    edges = leaderboard.edge_screens(rows)
+    assert [(s.tag, s.round) for s in edges] == [
+        ("barlow-adam-2.5e-4", "C"), ("vicreg-adam-5e-4", "C"), ("mabt-adam-8e-3", "C"), ("mmcr-adam-5e-4", "C"),
+    ]  # fmt: skip
+    # once screened, the edge is no longer planned, and its tag reads back as the screen it is
+    assert "vicreg-adam-5e-4" not in {s.tag for s in leaderboard.edge_screens(rows + _rows("vicreg", {"5e-4": 40.0}))}
+    assert leaderboard.screen_of("vicreg-adam-5e-4").arguments()[-1] == "optimizer.lr=5e-4"
+    assert leaderboard.screen_of("mabt-adam-2e-3-compiled") is None and leaderboard.screen_of("split-m4") is None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "tag",
