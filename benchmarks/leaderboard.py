@@ -173,8 +173,9 @@ def edge_screens(rows: Sequence[Dict[str, object]]) -> List[Screen]:
         lrs = sorted(float(r["lr"]) for r in adam)
         best = float(max(adam, key=lambda r: float(r["holdout_knn"]))["lr"])
         step = 0.5 if best == lrs[0] else 2.0 if best == lrs[-1] else None
-        if step is not None and f"{m.key}-adam-{_lr_text(best * step)}" not in done:
-            edges.append(Screen(m, "adam", _lr_text(best * step)))
+        beyond = None if step is None else Screen(m, "adam", _lr_text(best * step))
+        if beyond is not None and beyond.tag not in done:
+            edges.append(beyond)
     return edges
 
 
@@ -201,13 +202,12 @@ def collect(root: Path, out: Path = OUT) -> List[Path]:
     named = [
         (str(read_json(f / "args.json").get("name")), f) for f in sorted(p.parent for p in root.rglob("args.json"))
     ]
-    screened = {s.tag for s in screens()} | {t for t, _ in named if screen_of(t)}
-    screened |= {p.name for p in (out / "screens").glob("*")}
+    tags = [t for t, _ in named] + [p.name for p in (out / "screens").glob("*")]
+    screened = [*screens(), *filter(None, map(screen_of, tags))]
+    records = {record_tag(s, seed) for s in screened for seed in RECORD_SEEDS}
     copied = []
     for tag, folder in named:
-        setting = tag[len("record-") : -len("-s1")] if tag.startswith("record-") else ""
-        record = setting in screened and tag[-3:] in {f"-s{seed}" for seed in RECORD_SEEDS}
-        kind = "records" if record else "screens" if screen_of(tag) else None
+        kind = "records" if tag in records else "screens" if screen_of(tag) else None
         launches = read_json(folder / RUN_LOG, {"launches": []})["launches"]
         finished = bool(launches) and launches[-1].get("finished") and (folder / EPOCH_KNN).is_file()
         diverged = kind == "screens" and diverged_epoch(folder) is not None
