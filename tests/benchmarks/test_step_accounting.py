@@ -27,3 +27,16 @@ def test_layers_sum_their_calls_per_pass():
     one = 2 * 128 * 3 * 16 * 32 * 32 * 9
     assert label == "3->16 ch, 3x3/1, 32 px out"
     assert kinds["forward_training"] == [3.0, 2 * one] and kinds["backward_data"] == [4.0, one]
+
+
+def test_the_peak_is_avx2s_when_onednn_is_held_to_avx2(monkeypatch):
+    facts = {"flags": {"avx2", "avx512f", "avx512_bf16"}, "family": 26, "vendor": "AuthenticAMD", "mhz": 1000.0}
+    fp32, bf16, _ = step_accounting.peak({**facts, "cores": 2})
+    assert (fp32, bf16) == (2 * 1e9 * 64, 2 * 1e9 * 128)
+    if "avx512f" not in step_accounting.cpu_facts()["flags"]:
+        return  # this CPU has no AVX-512 to hold back; the arithmetic above is the test
+    monkeypatch.setenv("DNNL_MAX_CPU_ISA", "AVX2")
+    held = step_accounting.cpu_facts()
+    assert held["held"] == "AVX2" and not any(f.startswith(("avx512", "amx")) for f in held["flags"])
+    fp32, bf16, _ = step_accounting.peak(held)
+    assert fp32 == bf16 == held["cores"] * held["mhz"] * 1e6 * 32
