@@ -198,7 +198,7 @@ def record_tag(screen: Screen, seed: int) -> str:
 def collect(root: Path, out: Path = OUT) -> List[Path]:
     """Copies the small files (and ``root/<tag>.log``, the console) of each run below ``root`` that
     the plans name: into ``out/screens`` the finished screens and the diverged ones (stopped on a
-    NaN loss, before or after a kNN), into ``out/records`` the finished records of screened settings."""
+    non-finite loss, before or after a kNN), into ``out/records`` the finished records of screened settings."""
     named = [
         (str(read_json(f / "args.json").get("name")), f) for f in sorted(p.parent for p in root.rglob("args.json"))
     ]
@@ -388,7 +388,8 @@ def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
     for r in sorted(rows, key=lambda r: (str(r["method"]), -score(r))):
         mark = "**" if r["tag"] in chosen else ""
         knn = "-" if score(r) < 0 else f"{score(r):.2f}"
-        nan = "" if r["diverged_in_epoch"] in ("", None) else f" (NaN loss in epoch {r['diverged_in_epoch']}: stopped)"
+        epoch = r["diverged_in_epoch"]
+        nan = "" if epoch in ("", None) else f" (non-finite loss in epoch {epoch}: stopped)"
         beyond = edges[str(r["method"])]
         lines.append(
             f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{knn}{mark}{nan} "

@@ -80,8 +80,8 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
     assert "stale" not in page.read_text() and table in page.read_text()
     assert "| barlow_twins | adam | 2e-3 | 256 | **43.00** | 35.00 44.00 43.00 | 6.0 | 2 of 6 |" in table
     assert "| barlow_twins | lars | 0.3 | 256 | 41.50 |" in table and "**47.00**" in table
-    assert "| vicreg | lars | 0.3 | 256 | **10.00** (NaN loss in epoch 0: stopped) |" in table
-    assert "| simclr | lars | 0.8 | 256 | - (NaN loss in epoch 0: stopped) | " in table  # and no pick
+    assert "| vicreg | lars | 0.3 | 256 | **10.00** (non-finite loss in epoch 0: stopped) |" in table
+    assert "| simclr | lars | 0.8 | 256 | - (non-finite loss in epoch 0: stopped) | " in table  # and no pick
     rows = read_csv(tmp_path / "out" / "screens.csv")
     assert {r["tag"]: r["round"] for r in rows} == {
         "barlow-adam-2e-3": "A",
