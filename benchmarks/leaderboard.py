@@ -389,10 +389,10 @@ def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
         mark = "**" if r["tag"] in chosen else ""
         knn = "-" if score(r) < 0 else f"{score(r):.2f}"
         epoch = r["diverged_in_epoch"]
-        nan = "" if epoch in ("", None) else f" (non-finite loss in epoch {epoch}: stopped)"
+        diverged = "" if epoch in ("", None) else f" (non-finite loss in epoch {epoch}: stopped)"
         beyond = edges[str(r["method"])]
         lines.append(
-            f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{knn}{mark}{nan} "
+            f"| {r['method']} | {r['optimizer']} | {r['lr']} | {r['batch']} | {mark}{knn}{mark}{diverged} "
             f"| {r['curve']} | {r['train_minutes']} | {counts[str(r['method'])]} of 6"
             f"{f' + {beyond} beyond the edge' if beyond else ''} |"
         )
