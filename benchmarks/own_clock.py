@@ -92,9 +92,20 @@ def minutes_at(values: Sequence[float], seconds: Sequence[float], minutes: float
     return done[-1] if done and seconds[-1] >= minutes * 60 else None
 
 
-def record(folder: Path) -> Dict[str, object]:
-    """One record row of a collected run."""
+def within(rows: Sequence[Dict[str, str]], minutes: float) -> List[Dict[str, str]]:
+    """The epochs that ``epoch_knn.stop_after_minutes=minutes`` would have let a run train: up to
+    the first whose training clock reaches them, the callback's rule. At a constant lr a run
+    trained on past them reads, up to there, as the shorter run."""
+    for i, r in enumerate(rows):
+        if float(r["train_seconds"]) >= minutes * 60:
+            return list(rows[: i + 1])
+    return list(rows)
+
+
+def record(folder: Path, until_minutes: Optional[float] = None) -> Dict[str, object]:
+    """One record row of a collected run; with ``until_minutes``, of its epochs ``within`` them."""
     rows = read_csv(folder / EPOCH_KNN)
+    rows = rows if until_minutes is None else within(rows, until_minutes)
     args, cpu = read_json(folder / "args.json"), read_json(folder / "machine.json")
     launches = read_json(folder / RUN_LOG)["launches"]
     values = [float(r["knn_val_acc1"]) for r in rows]

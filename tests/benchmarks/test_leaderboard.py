@@ -165,12 +165,18 @@ def test_a_picks_record_trains_on_every_image_reads_the_test_set_and_fills_the_b
     mabt = lines["record-mabt-adam-4e-3-s1"].split()  # a constant lr: 30 training minutes end it
     assert "epoch_knn.stop_after_minutes=30" in mabt and "max_epochs=40" in mabt
     assert {"wandb.offline=true", "wandb.project=mvssl-leaderboard", "+wandb.tags=[leaderboard]"} <= set(byol)
+    # 60 minutes: the constant lr trains on (1.56 min an epoch: 39 epochs, doubled); the schedule keeps
+    # its 30 minutes' epochs, as a longer schedule would not pass through its record
+    longer = dict(line.split("|") for line in leaderboard.record_lines(rows, minutes=60))
+    assert {"epoch_knn.stop_after_minutes=60", "max_epochs=78"} <= set(longer["record-mabt-adam-4e-3-s2"].split())
+    assert longer["record-byol-lars-1-s1"] == lines["record-byol-lars-1-s1"]
 
 
-def _record(root, tag, method, curve, minutes_per_epoch):
+def _record(root, tag, method, curve, minutes_per_epoch, stop=None):
     folder = root / tag / method / "offline-r"
     folder.mkdir(parents=True)
-    write_json(folder / "args.json", {"name": tag, "method": method, "seed": int(tag[-1]), "precision": "bf16-mixed"})
+    args = {"name": tag, "method": method, "seed": int(tag[-1]), "precision": "bf16-mixed"}
+    write_json(folder / "args.json", {**args, "epoch_knn": {"stop_after_minutes": stop}})
     launch = {"finished": True, "plugin_commit": "abc", "command": f"python main_pretrain.py name={tag}"}
     write_json(folder / RUN_LOG, {"launches": [launch]})
     rows = [
@@ -213,3 +219,26 @@ def test_the_records_table_sets_each_of_ours_against_the_best_peers_accuracy_at_
     rows = read_csv(tmp_path / "out" / "records.csv")
     assert {r["setting"] for r in rows} == {"simclr-lars-0.2", "byol-adam-2e-3", "mabt-adam-4e-3"}
     assert (tmp_path / "out" / "records.png").stat().st_size > 0
+
+
+def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tmp_path):
+    runs = tmp_path / "runs"
+    _record(runs, "record-vicreg-adam-1e-3-s1", "vicreg", [50.0, 55.0, 60.0], 10.0, stop=30)
+    # ours at a constant lr, stopped by 60 minutes: 5 minutes an epoch, 61 from 20 minutes, 70 from 55
+    curve = [50.0, 55.0, 58.0, 61.0, 62.0, 63.0, 64.0, 66.0, 65.5, 67.0, 70.0, 71.0]
+    _record(runs, "record-mavicreg-adam-4e-3-s2", "mavicreg", curve, 5.0, stop=60)
+    leaderboard.collect(runs, out=tmp_path / "out")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
+    table = leaderboard.report_records(out=tmp_path / "out", pages=[], headline=[readme])
+    # its row is the run as a 30-minute stop would have ended it: 6 epochs, 63.00
+    assert "| mavicreg | mavicreg-adam-4e-3 | 2 | 6 | 30.0 | 63.00 | 5.0 | 10.0 | 20.0 |" in table
+    assert "- record-mavicreg-adam-4e-3-s2: stays at or above 60.00% from 20.0 training minutes: 1.50x" in table
+    (beyond,) = read_csv(tmp_path / "out" / "beyond.csv")
+    assert (beyond["epochs"], beyond["final_knn"], beyond["min_to_70"]) == ("12", "71.0", "55.0")
+    assert (
+        "- record-mavicreg-adam-4e-3-s2: 71.00% test kNN after 60.0 training minutes and 12 epochs; stays at "
+        "or above 65% from 40.0 minutes, 70% from 55.0 minutes; 71.00% at 60 minutes" in readme.read_text()
+    )
+    rows = {r["run"]: r for r in read_csv(tmp_path / "out" / "records.csv")}
+    assert rows["record-vicreg-adam-1e-3-s1"]["epochs"] == "3"  # a run stopped at 30 is read whole
