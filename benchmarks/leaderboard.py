@@ -361,9 +361,9 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: S
         setting = knn.parent.name[len("record-") :].rsplit("-s", 1)[0]
         stop = (read_json(knn.parent / "args.json").get("epoch_knn") or {}).get("stop_after_minutes")
         trained_on = stop is not None and float(stop) > RECORD_MINUTES
-        until = RECORD_MINUTES if trained_on else None
-        rows.append({"setting": setting, **record(knn.parent, until)})
-        curves[knn.parent.name] = within(read_csv(knn), until) if trained_on else read_csv(knn)
+        rows.append({"setting": setting, **record(knn.parent, RECORD_MINUTES if trained_on else None)})
+        curve = read_csv(knn)
+        curves[knn.parent.name] = within(curve, RECORD_MINUTES) if trained_on else curve
         if trained_on:
             longer.append({"setting": setting, **record(knn.parent)})
     write_csv(out / "records.csv", rows)
