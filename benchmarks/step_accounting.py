@@ -9,7 +9,8 @@ through the width-16 ResNet-18 and the d = 256 projector, channels-last, the rec
 on this CPU), forward, a stand-in loss, backward and Adam, timed as the median of ``--steps``
 after 3 warm-up steps: the part of a training step that FLOPs describe. FLOPs are counted by
 ``torch.utils.flop_counter`` (convolutions and matrix products; BatchNorm, ReLU and Adam are
-memory-bound and not counted). The kernels come from one step run again in a child process with
+memory-bound and not counted); the operators' own time under ``torch.profiler`` shows what those
+take. The kernels come from one step run again in a child process with
 ``ONEDNN_VERBOSE=1``. Results for the record: ``results/step_accounting/``.
 """
 
@@ -136,6 +137,28 @@ def account(steps: int) -> Dict[str, object]:
     return {"by_op": by_op, "step": statistics.median(times), "bf16": bf16, "batch": batch, "views": len(views)}
 
 
+def operators(steps: int = 5, top: int = 8) -> List[Tuple[str, float]]:
+    """(aten operator, its own milliseconds a step) of the model step under torch.profiler, the
+    ``top`` costliest: where the step goes besides the convolutions (BatchNorm, ReLU, the adds),
+    which matters once AMX makes the convolutions fast."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    cfg, model, bf16 = build([])
+    views = [
+        torch.randn(int(cfg.optimizer.batch_size), 3, 32, 32).contiguous(memory_format=torch.channels_last)
+        for _ in range(int(cfg.data.num_views))
+    ]
+    optimizer = torch.optim.Adam(list(model.backbone.parameters()) + list(model.projector.parameters()), fused=True)
+    for _ in range(3):
+        one_step(model, views, optimizer, bf16)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            one_step(model, views, optimizer, bf16)
+    own = [(e.key, e.self_cpu_time_total / 1000 / steps) for e in prof.key_averages() if e.key.startswith("aten::")]
+    return sorted(own, key=lambda kv: -kv[1])[:top]
+
+
 def adam_paths(rounds: int = 30) -> Dict[str, float]:
     """Median milliseconds of Adam's step alone over the recipe's parameters (random gradients), per
     implementation: torch's loop over tensors (its CPU default), ``foreach`` and ``fused``, interleaved."""
@@ -232,6 +255,11 @@ def main() -> None:
         f"{args.steps}; {achieved / 1e9:.1f} GFLOP/s achieved = {achieved / top:.1%} of the {precision} peak "
         f"({top / 1e9:.0f} GFLOP/s)"
     )
+    ops = operators()
+    print("\n| operator (torch.profiler, its own time) | ms a step | share of the model step |")
+    print("|---|---|---|")
+    for name, ms in ops:
+        print(f"| {name} | {ms:.1f} | {ms / 1000 / found['step']:.0%} |")
     paths = adam_paths()
     print("\nAdam's step alone (median ms of 30, interleaved): " + ", ".join(f"{k} {v:.2f}" for k, v in paths.items()))
     if args.no_kernels:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import step_accounting
 
 LINE = (
@@ -40,3 +41,19 @@ def test_the_peak_is_avx2s_when_onednn_is_held_to_avx2(monkeypatch):
     assert held["held"] == "AVX2" and not any(f.startswith(("avx512", "amx")) for f in held["flags"])
     fp32, bf16, _ = step_accounting.peak(held)
     assert fp32 == bf16 == held["cores"] * held["mhz"] * 1e6 * 32
+
+
+def test_the_bf16_peak_is_amxs_where_the_cpu_has_it():
+    facts = {"flags": {"avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"}, "family": 6, "vendor": "GenuineIntel"}
+    fp32, bf16, how = step_accounting.peak({**facts, "mhz": 1000.0, "cores": 2})
+    assert (fp32, bf16) == (2 * 1e9 * 64, 2 * 1e9 * 1024)
+    assert "bf16 1024 FLOP/cycle" in how
+
+
+@pytest.mark.slow
+def test_the_operator_table_ranks_the_steps_aten_operators_by_their_own_time():
+    ops = step_accounting.operators(steps=1, top=4)
+    names = [name for name, _ in ops]
+    assert len(ops) == 4 and all(n.startswith("aten::") for n in names)
+    assert [ms for _, ms in ops] == sorted((ms for _, ms in ops), reverse=True) and ops[-1][1] > 0
+    assert "aten::convolution_backward" in names  # 66% of the step's FLOPs: always among the costliest
