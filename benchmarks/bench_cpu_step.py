@@ -1,7 +1,7 @@
 """The whole CPU training step, paired: precision x memory format, torch.compile and Adam's
 implementations, as a run trains.
 
-    python benchmarks/bench_cpu_step.py [--steps 12] [--rounds 3] [--views 4 2] [--profile]
+    python benchmarks/bench_cpu_step.py [--steps 12] [--rounds 3] [--views 4 2] [--profile] [--set KEY=VALUE ...]
 
 Each setting is ``main_pretrain.py --config-name mabt_cifar_cpu.yaml data.format=memory``
 (real CIFAR-10 JPEGs from ../shared/data/cifar10 or CIFAR10_DIR, 10% of them; width-16
@@ -11,6 +11,9 @@ optimizer). The settings alternate within each round, each round starting one se
 that all see the same machine; the table gives medians and the ratio of views/s to the first
 setting listed (of all: fp32, channels-last, the CPU default before bf16 became one; ``--only
 "bf16 channels-last" ...`` compares the candidates with today's bf16 step).
+
+``--set`` adds Hydra overrides to every setting: ``--set data.num_workers=0`` cuts the views on
+the main thread, as the speedrun recipes do, instead of the CPU recipe's 2 loader workers.
 
 ``--profile`` prints, per setting, the operators that take the most time over a few steps
 (torch.profiler): where a setting gains or loses.
@@ -49,6 +52,7 @@ def main() -> None:
     parser.add_argument("--views", type=int, nargs="+", default=[4, 2])
     parser.add_argument("--only", nargs="+", help="labels of the settings to run (default: all)")
     parser.add_argument("--profile", action="store_true", help="one round, operator table per setting")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="overrides for every setting")
     args = parser.parse_args()
     import logging
     import warnings
@@ -62,7 +66,7 @@ def main() -> None:
     isa = torch.backends.cpu.get_cpu_capability()
     print(
         f"torch {torch.__version__}; ATen {isa}; DNNL_MAX_CPU_ISA={os.environ.get('DNNL_MAX_CPU_ISA', '-')}; "
-        f"precision auto would pick: {cpu_precision()}"
+        f"precision auto would pick: {cpu_precision()}; every setting with {args.set or 'the recipe as it is'}"
     )
     settings = [s for s in SETTINGS if not args.only or s[0] in args.only]
     out = Path(tempfile.mkdtemp())
@@ -74,7 +78,9 @@ def main() -> None:
             for label, overrides in settings[r % len(settings) :] + settings[: r % len(settings)]:
                 if args.profile:
                     print(f"\n### m = {m}, {label}")
-                times[label] += run_setting(overrides + [f"data.num_views={m}"], args.steps, out, args.profile)
+                times[label] += run_setting(
+                    overrides + args.set + [f"data.num_views={m}"], args.steps, out, args.profile
+                )
         print(f"\n## mabt m = {m}, d = 256, batch 128, width-16 ResNet-18, {torch.get_num_threads()} threads")
         print("| setting | s / step (median) | views / s | x first setting |")
         print("|---|---|---|---|")
