@@ -25,7 +25,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, NamedTuple, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 #: FLOPs per cycle per core of one FMA-capable vector pipe pair, by what the CPU has (see ``peak``)
@@ -109,40 +109,23 @@ def one_step(model, views, optimizer, bf16: bool) -> None:
     optimizer.step()
 
 
-def account(steps: int) -> Dict[str, object]:
+class RecipeStep(NamedTuple):
+    """The recipe's model with its views and fused Adam: what every measurement here steps."""
+
+    cfg: Any
+    model: Any
+    views: List[Any]
+    optimizer: Any
+    bf16: bool
+
+    def __call__(self) -> None:
+        one_step(self.model, self.views, self.optimizer, self.bf16)
+
+
+def recipe_step() -> RecipeStep:
+    """The recipe's model, random views of its batch and its Adam (fused, as a run's is:
+    ``config.hardware.choose_optimizer_path``), built once for every measurement of a sitting."""
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    cfg, model, bf16 = build([])
-    batch = int(cfg.optimizer.batch_size)
-    views = [
-        torch.randn(batch, 3, 32, 32).contiguous(memory_format=torch.channels_last)
-        for _ in range(int(cfg.data.num_views))
-    ]
-    # fused, as a run's Adam is (config.hardware.choose_optimizer_path)
-    params = list(model.backbone.parameters()) + list(model.projector.parameters())
-    optimizer = torch.optim.Adam(params, lr=1e-3, fused=True)
-    model.train()
-    counter = FlopCounterMode(display=False)
-    with counter:
-        one_step(model, views, optimizer, bf16)
-    by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
-    for _ in range(3):
-        one_step(model, views, optimizer, bf16)
-    times = []
-    for _ in range(steps):
-        began = time.perf_counter()
-        one_step(model, views, optimizer, bf16)
-        times.append(time.perf_counter() - began)
-    return {"by_op": by_op, "step": statistics.median(times), "bf16": bf16, "batch": batch, "views": len(views)}
-
-
-def operators(steps: int = 5, top: int = 8) -> List[Tuple[str, float]]:
-    """(aten operator, its own milliseconds a step) of the model step under torch.profiler, the
-    ``top`` costliest: where the step goes besides the convolutions (BatchNorm, ReLU, the adds),
-    which matters once AMX makes the convolutions fast."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
 
     cfg, model, bf16 = build([])
     views = [
@@ -150,22 +133,55 @@ def operators(steps: int = 5, top: int = 8) -> List[Tuple[str, float]]:
         for _ in range(int(cfg.data.num_views))
     ]
     optimizer = torch.optim.Adam(list(model.backbone.parameters()) + list(model.projector.parameters()), fused=True)
+    model.train()
+    return RecipeStep(cfg, model, views, optimizer, bf16)
+
+
+def account(step: RecipeStep, steps: int) -> Dict[str, object]:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        step()
+    by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
     for _ in range(3):
-        one_step(model, views, optimizer, bf16)
+        step()
+    times = []
+    for _ in range(steps):
+        began = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - began)
+    batch = int(step.cfg.optimizer.batch_size)
+    return {
+        "by_op": by_op,
+        "step": statistics.median(times),
+        "bf16": step.bf16,
+        "batch": batch,
+        "views": len(step.views),
+    }
+
+
+def operators(step: RecipeStep, steps: int = 5, top: int = 8) -> List[Tuple[str, float]]:
+    """(aten operator, its own milliseconds a step) of the model step under torch.profiler, the
+    ``top`` costliest: where the step goes besides the convolutions (BatchNorm, ReLU, the adds),
+    which matters once AMX makes the convolutions fast."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        step()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(steps):
-            one_step(model, views, optimizer, bf16)
+            step()
     own = [(e.key, e.self_cpu_time_total / 1000 / steps) for e in prof.key_averages() if e.key.startswith("aten::")]
     return sorted(own, key=lambda kv: -kv[1])[:top]
 
 
-def adam_paths(rounds: int = 30) -> Dict[str, float]:
+def adam_paths(step: RecipeStep, rounds: int = 30) -> Dict[str, float]:
     """Median milliseconds of Adam's step alone over the recipe's parameters (random gradients), per
     implementation: torch's loop over tensors (its CPU default), ``foreach`` and ``fused``, interleaved."""
     import torch
 
-    _, model, _ = build([])
-    params = list(model.backbone.parameters()) + list(model.projector.parameters())
+    params = list(step.model.backbone.parameters()) + list(step.model.projector.parameters())
     for p in params:
         p.grad = torch.randn_like(p)
     flags = {"loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
@@ -184,14 +200,11 @@ def kernels() -> Dict[Tuple[str, str, str], List[float]]:
     step of a child."""
     env = {**os.environ, "ONEDNN_VERBOSE": "1"}
     code = (
-        "import sys; sys.argv = ['x']; import step_accounting as s; import torch\n"
-        "cfg, model, bf16 = s.build([])\n"
-        "views = [torch.randn(int(cfg.optimizer.batch_size), 3, 32, 32).contiguous(memory_format=torch.channels_last)"
-        " for _ in range(int(cfg.data.num_views))]\n"
-        "opt = torch.optim.Adam(list(model.backbone.parameters()) + list(model.projector.parameters()))\n"
-        "s.one_step(model, views, opt, bf16)\n"
+        "import sys; sys.argv = ['x']; import step_accounting as s\n"
+        "step = s.recipe_step()\n"
+        "step()\n"
         "print('=== measured step', flush=True)\n"
-        "s.one_step(model, views, opt, bf16)\n"
+        "step()\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env={**env, "PYTHONPATH": str(REPO / "benchmarks")},
@@ -235,7 +248,8 @@ def main() -> None:
 
     facts = cpu_facts()
     fp32_peak, bf16_peak, how = peak(facts)
-    found = account(args.steps)
+    step = recipe_step()
+    found = account(step, args.steps)
     total = sum(found["by_op"].values())
     precision = "bf16" if found["bf16"] else "fp32"
     top = bf16_peak if found["bf16"] else fp32_peak
@@ -255,12 +269,12 @@ def main() -> None:
         f"{args.steps}; {achieved / 1e9:.1f} GFLOP/s achieved = {achieved / top:.1%} of the {precision} peak "
         f"({top / 1e9:.0f} GFLOP/s)"
     )
-    ops = operators()
+    ops = operators(step)
     print("\n| operator (torch.profiler, its own time) | ms a step | share of the model step |")
     print("|---|---|---|")
     for name, ms in ops:
         print(f"| {name} | {ms:.1f} | {ms / 1000 / found['step']:.0%} |")
-    paths = adam_paths()
+    paths = adam_paths(step)
     print("\nAdam's step alone (median ms of 30, interleaved): " + ", ".join(f"{k} {v:.2f}" for k, v in paths.items()))
     if args.no_kernels:
         return
