@@ -19,10 +19,12 @@ screened (``edge_screens``: the same rule for every method). The lrs are solo-le
 nominal ones: it multiplies them by batch / 256 (the peers' recipes use 256, ours 128).
 
 A pick's record trains on all 50,000 images with the test set read after every epoch, two seeds,
-for the training minutes ``RECORD_MINUTES`` holds at its screen's pace. The records' table sets
-each of our records against the best of solo-learn's methods: that method's test kNN at the end
-of its records (the mean of its seeds, after about ``RECORD_MINUTES``), and the training minutes
-from which our curve stays at or above it (``eval.time_to_accuracy``'s rule). A constant-lr record
+for the training minutes ``RECORD_MINUTES`` holds at its screen's pace. Records are kept and
+compared per CPU kind (the minutes of one kind say nothing of another's). On each, the records'
+table sets each of our records against the best of solo-learn's methods recorded there: that
+method's test kNN at the end of its records (the mean of its seeds, after about
+``RECORD_MINUTES``), and the training minutes from which our curve stays at or above it
+(``eval.time_to_accuracy``'s rule). A constant-lr record
 may train on past them (``records --minutes 60``, the 70%-in-60-minutes target): its row and the
 comparison read it ``within`` ``RECORD_MINUTES`` as the shorter run would have stopped, and
 ``beyond.csv`` reads all of it.
@@ -42,7 +44,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from doc_blocks import replace_between, write_table
-from own_clock import copy_small_files, record, within
+from own_clock import copy_small_files, machine, machine_key, record, within
 
 from mvssl_plugin.eval.time_to_accuracy import stays_at_or_above
 from mvssl_plugin.files import read_csv, read_json, write_csv
@@ -201,21 +203,24 @@ def record_tag(screen: Screen, seed: int) -> str:
 def collect(root: Path, out: Path = OUT) -> List[Path]:
     """Copies the small files (and ``root/<tag>.log``, the console) of each run below ``root`` that
     the plans name: into ``out/screens`` the finished screens and the diverged ones (stopped on a
-    non-finite loss, before or after a kNN), into ``out/records`` the finished records of screened settings."""
+    non-finite loss, before or after a kNN), into ``out/records/<this CPU's machine_key>`` the
+    finished records of screened settings: a record's minutes are compared only with records of
+    the same CPU kind."""
     named = [
         (str(read_json(f / "args.json").get("name")), f) for f in sorted(p.parent for p in root.rglob("args.json"))
     ]
     tags = [t for t, _ in named] + [p.name for p in (out / "screens").glob("*")]
     screened = [*screens(), *filter(None, map(screen_of, tags))]
     records = {record_tag(s, seed) for s in screened for seed in RECORD_SEEDS}
-    copied = []
+    copied, here = [], machine_key(machine())
     for tag, folder in named:
         kind = "records" if tag in records else "screens" if screen_of(tag) else None
         launches = read_json(folder / RUN_LOG, {"launches": []})["launches"]
         finished = bool(launches) and launches[-1].get("finished") and (folder / EPOCH_KNN).is_file()
         diverged = kind == "screens" and diverged_epoch(folder) is not None
         if kind and (finished or diverged):
-            copied.append(copy_small_files(folder, root / f"{tag}.log", out / kind / tag))
+            target = out / kind / here / tag if kind == "records" else out / kind / tag
+            copied.append(copy_small_files(folder, root / f"{tag}.log", target))
     return copied
 
 
@@ -281,8 +286,8 @@ def record_lines(rows: Sequence[Dict[str, object]], minutes: float = RECORD_MINU
 def against_best_peer(
     rows: Sequence[Dict[str, object]], curves: Dict[str, List[Dict[str, str]]]
 ) -> Tuple[str, List[str]]:
-    """The records' comparison: the best of solo-learn's methods by its mean final test kNN over
-    its records, and for each record of ours, the training minutes and the epochs from which its
+    """The records' comparison on one CPU kind: the best of solo-learn's methods by its mean final
+    test kNN over its records on it, and for each record of ours, the training minutes and the epochs from which its
     curve stays at or above that kNN, against the peer's mean minutes and epochs."""
     ours = {m.key for m in METHODS if m.ours}
     by_setting: Dict[str, List[Dict[str, object]]] = {}
@@ -296,7 +301,7 @@ def against_best_peer(
     minutes = sum(float(r["train_minutes"]) for r in peers[best]) / len(peers[best])
     epochs = sum(int(r["epochs"]) for r in peers[best]) / len(peers[best])
     head = (
-        f"the best of solo-learn's methods: {best}, {level:.2f}% test kNN after {minutes:.1f} training "
+        f"the best of solo-learn's methods recorded on it: {best}, {level:.2f}% test kNN after {minutes:.1f} training "
         f"minutes and {epochs:g} epochs (mean of {len(peers[best])} record(s))"
     )
     lines = []
@@ -326,8 +331,10 @@ def beyond_line(r: Dict[str, object]) -> str:
             f"{r['epochs']} epochs; stays at or above {to}{at_60}")  # fmt: skip
 
 
-def plot_records(rows: Sequence[Dict[str, object]], curves: Dict[str, List[Dict[str, str]]], path: Path) -> None:
-    """Test kNN against training minutes, one line per record (colour: setting; dashed: seed 2)."""
+def plot_records(
+    rows: Sequence[Dict[str, object]], curves: Dict[str, List[Dict[str, str]]], path: Path, cpu: str
+) -> None:
+    """Test kNN against training minutes on one CPU kind, one line per record (colour: setting; dashed: seed 2)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -345,50 +352,60 @@ def plot_records(rows: Sequence[Dict[str, object]], curves: Dict[str, List[Dict[
     ax.set_ylabel("backbone kNN on the test set (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title("each method's pick, tuned alike on the holdout split (dashed: seed 2)")
+    ax.set_title(f"each method's pick, tuned alike on the holdout split (dashed: seed 2)\n{cpu}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: Sequence[Path] = (README,)) -> str:
-    """``records.csv``, ``records.md`` (the table, then the comparison with the best peer) and
-    ``records.png`` in ``out``, from the records collected in ``out/records``; the table between
-    the records' markers of each page in ``pages``, the comparison alone between the headline
-    markers of each page in ``headline``."""
-    rows, curves, longer = [], {}, []
-    for knn in sorted((out / "records").glob(f"*/{EPOCH_KNN}")):
-        setting = knn.parent.name[len("record-") :].rsplit("-s", 1)[0]
-        stop = (read_json(knn.parent / "args.json").get("epoch_knn") or {}).get("stop_after_minutes")
-        trained_on = stop is not None and float(stop) > RECORD_MINUTES
-        rows.append({"setting": setting, **record(knn.parent, RECORD_MINUTES if trained_on else None)})
-        curve = read_csv(knn)
-        curves[knn.parent.name] = within(curve, RECORD_MINUTES) if trained_on else curve
-        if trained_on:
-            longer.append({"setting": setting, **record(knn.parent)})
-    write_csv(out / "records.csv", rows)
-    lines = [
-        "| method | setting | seed | epochs | training min | test kNN at the end | min to 50% | 55% | 60% | cpu |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in sorted(rows, key=lambda r: (-float(r["final_knn"]), str(r["run"]))):
-        to = [r[f"min_to_{t}"] or "-" for t in (50, 55, 60)]
-        lines.append(f"| {r['method']} | {r['setting']} | {r['seed']} | {r['epochs']} | {r['train_minutes']} "
-                     f"| {float(r['final_knn']):.2f} | {' | '.join(map(str, to))} | {r['cpu']} |")  # fmt: skip
-    head, versus = against_best_peer(rows, curves)
-    comparison = [f"Against {head}:", ""] + [f"- {v}" for v in versus] if head else ["No record of a peer yet."]
+    """``records.csv`` (every record, its ``machine``) and ``records.md`` in ``out``, from the records
+    collected in ``out/records/<machine_key>``: per CPU kind, its table, then its records of ours
+    against the best peer recorded on that kind, and ``records_<machine_key>.png``. The tables go
+    between the records' markers of each page in ``pages``, the comparisons alone between the
+    headline markers of each page in ``headline``."""
+    everything, longer, lines, comparisons = [], [], [], []
+    for kind in sorted(p for p in (out / "records").glob("*") if p.is_dir()):
+        rows, curves, beyond = [], {}, []
+        for knn in sorted(kind.glob(f"*/{EPOCH_KNN}")):
+            setting = knn.parent.name[len("record-") :].rsplit("-s", 1)[0]
+            stop = (read_json(knn.parent / "args.json").get("epoch_knn") or {}).get("stop_after_minutes")
+            trained_on = stop is not None and float(stop) > RECORD_MINUTES
+            rows.append({"machine": kind.name, "setting": setting,
+                         **record(knn.parent, RECORD_MINUTES if trained_on else None)})  # fmt: skip
+            curve = read_csv(knn)
+            curves[knn.parent.name] = within(curve, RECORD_MINUTES) if trained_on else curve
+            if trained_on:
+                beyond.append({"machine": kind.name, "setting": setting, **record(knn.parent)})
+        if not rows:
+            continue
+        cpu = " / ".join(sorted({str(r["cpu"]) for r in rows}))
+        lines += [f"On {cpu}:", "",
+                  "| method | setting | seed | epochs | training min | test kNN at the end | min to 50% | 55% | 60% |",
+                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for r in sorted(rows, key=lambda r: (-float(r["final_knn"]), str(r["run"]))):
+            to = [r[f"min_to_{t}"] or "-" for t in (50, 55, 60)]
+            lines.append(f"| {r['method']} | {r['setting']} | {r['seed']} | {r['epochs']} | {r['train_minutes']} "
+                         f"| {float(r['final_knn']):.2f} | {' | '.join(map(str, to))} |")  # fmt: skip
+        head, versus = against_best_peer(rows, curves)
+        comparison = [f"On {cpu}, against {head}:", ""] + [f"- {v}" for v in versus] if head else [
+            f"On {cpu}: no record of a peer yet."]  # fmt: skip
+        if beyond:
+            comparison += ["", f"Trained on past {RECORD_MINUTES:g} minutes (a constant lr: the rows above are these "
+                           f"runs read as their first {RECORD_MINUTES:g} minutes):", ""]  # fmt: skip
+            comparison += [f"- {beyond_line(r)}" for r in beyond]
+        lines += ["", *comparison, ""]
+        comparisons += [*comparison, ""]
+        plot_records(rows, curves, out / f"records_{kind.name}.png", cpu)
+        everything += rows
+        longer += beyond
+    write_csv(out / "records.csv", everything)
     if longer:
         write_csv(out / "beyond.csv", longer)
-        comparison += ["", f"Trained on past {RECORD_MINUTES:g} minutes (a constant lr: the rows above are these runs "
-                       f"read as their first {RECORD_MINUTES:g} minutes):", ""]  # fmt: skip
-        comparison += [f"- {beyond_line(r)}" for r in longer]
-    lines += [""] + comparison
-    table = "\n".join(lines) + "\n"
+    table = "\n".join(lines).rstrip() + "\n"
     write_table(table, out / "records.md", pages, RECORDS_START, RECORDS_END)
     for page in headline:
-        page.write_text(replace_between(page.read_text(), VERSUS_START, VERSUS_END, comparison))
-    if rows:
-        plot_records(rows, curves, out / "records.png")
+        page.write_text(replace_between(page.read_text(), VERSUS_START, VERSUS_END, comparisons[:-1]))
     return table
 
 

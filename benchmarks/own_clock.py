@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -59,6 +60,13 @@ def machine() -> Dict[str, object]:
         "bf16_native": native,
         "cores": len(os.sched_getaffinity(0)),
     }
+
+
+def machine_key(cpu: Dict[str, object]) -> str:
+    """A folder name for a CPU kind, e.g. ``amd-epyc-26-2``: runs on different kinds are not compared
+    by their minutes."""
+    name = re.sub(r"\((r|tm)\)|\bprocessor\b|\bcpu\b", " ", str(cpu["model"]).lower())
+    return "-".join(re.findall(r"[a-z0-9]+", name) + [str(cpu["family"]), str(cpu["model_number"])])
 
 
 def collect(folder: Path, log: Optional[Path], out: Path = OUT) -> Path:

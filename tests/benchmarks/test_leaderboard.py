@@ -4,6 +4,7 @@ by the holdout kNN."""
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 
 import leaderboard
@@ -197,7 +198,8 @@ def test_the_records_table_sets_each_of_ours_against_the_best_peers_accuracy_at_
     _record(runs, "record-mabt-adam-4e-3-s2", "mabt", [40.0, 45.0, 50.0], 10.0)  # never reaches it
     _record(runs, "record-mabt-adam-9e-3-s1", "mabt", [60.0], 10.0)  # not a pick of any plan: left out
     copied = leaderboard.collect(runs, out=tmp_path / "out")
-    assert sorted(p.parent.name for p in copied) == ["records"] * 5
+    here = leaderboard.machine_key(leaderboard.machine())
+    assert sorted((p.parent.parent.name, p.parent.name) for p in copied) == [("records", here)] * 5
     page = tmp_path / "speedrun.md"
     page.write_text(f"{leaderboard.RECORDS_START}\nstale table\n{leaderboard.RECORDS_END}\n")
     readme = tmp_path / "README.md"
@@ -218,7 +220,39 @@ def test_the_records_table_sets_each_of_ours_against_the_best_peers_accuracy_at_
     assert "| mabt | mabt-adam-4e-3 | 1 | 6 | 30.0 | 61.00 | 5.0 | 20.0 | 25.0 |" in table
     rows = read_csv(tmp_path / "out" / "records.csv")
     assert {r["setting"] for r in rows} == {"simclr-lars-0.2", "byol-adam-2e-3", "mabt-adam-4e-3"}
-    assert (tmp_path / "out" / "records.png").stat().st_size > 0
+    assert (tmp_path / "out" / f"records_{here}.png").stat().st_size > 0
+
+
+def test_records_are_compared_only_with_peers_recorded_on_the_same_cpu_kind(tmp_path):
+    runs = tmp_path / "runs"
+    _record(runs, "record-simclr-lars-0.2-s1", "simclr", [40.0, 50.0, 54.0], 10.0)
+    _record(runs, "record-mabt-adam-4e-3-s1", "mabt", [50.0, 56.0, 57.0], 10.0)
+    out = tmp_path / "out"
+    leaderboard.collect(runs, out=out)
+    (here,) = [p.name for p in (out / "records").iterdir()]
+    # the same two settings on another kind, with other curves: there the peer ends higher
+    other = out / "records" / "slow-cpu-1-2"
+    for tag, curve in (
+        ("record-simclr-lars-0.2-s1", [50.0, 58.0, 60.0]),
+        ("record-mabt-adam-4e-3-s1", [30.0, 50.0, 59.0]),
+    ):
+        shutil.copytree(out / "records" / here / tag, other / tag)
+        rows = read_csv(other / tag / EPOCH_KNN)
+        write_csv(other / tag / EPOCH_KNN, [{**r, "knn_val_acc1": v} for r, v in zip(rows, curve)])
+        write_json(other / tag / "machine.json", {"model": "Slow CPU", "family": 1, "model_number": 2, "cores": 2,
+                                                  "isa": "avx2"})  # fmt: skip
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
+    table = leaderboard.report_records(out=out, pages=[], headline=[readme])
+    # here: the peer's 54.00, ours from its second epoch (20 minutes); there: that kind's peer's 60.00,
+    # which ours never reaches
+    assert "- record-mabt-adam-4e-3-s1: stays at or above 54.00% from 20.0 training minutes: 1.50x" in table
+    assert "On Slow CPU (family 1 model 2), 2 cores, avx2, against the best of solo-learn's methods recorded on it: " \
+           "simclr-lars-0.2, 60.00%" in readme.read_text()  # fmt: skip
+    assert "- record-mabt-adam-4e-3-s1: does not stay at or above 60.00% within its 30.0 minutes" in table
+    rows = read_csv(out / "records.csv")
+    assert sorted(r["machine"] for r in rows) == sorted([here, here, "slow-cpu-1-2", "slow-cpu-1-2"])
+    assert {p.name for p in out.glob("records_*.png")} == {f"records_{here}.png", "records_slow-cpu-1-2.png"}
 
 
 def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tmp_path):
