@@ -2,8 +2,9 @@
 implementations, as a run trains.
 
     python benchmarks/bench_cpu_step.py [--steps 12] [--rounds 3] [--views 4 2] [--profile] [--set KEY=VALUE ...]
+                                        [--recipe speedrun_mavicreg_cpu.yaml]
 
-Each setting is ``main_pretrain.py --config-name mabt_cifar_cpu.yaml data.format=memory``
+Each setting is ``main_pretrain.py --config-name mabt_cifar_cpu.yaml data.format=memory`` (or ``--recipe``)
 (real CIFAR-10 JPEGs from ../shared/data/cifar10 or CIFAR10_DIR, 10% of them; width-16
 ResNet-18, d = 256, batch 128), its ``--steps`` training steps after 3 warm-up steps timed by
 ``step_clock.run_setting`` (a step: the views' augmentation, forward, loss, backward and the
@@ -53,6 +54,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="labels of the settings to run (default: all)")
     parser.add_argument("--profile", action="store_true", help="one round, operator table per setting")
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="overrides for every setting")
+    parser.add_argument("--recipe", default="mabt_cifar_cpu.yaml", help="the recipe every setting starts from")
     args = parser.parse_args()
     import logging
     import warnings
@@ -79,9 +81,9 @@ def main() -> None:
                 if args.profile:
                     print(f"\n### m = {m}, {label}")
                 times[label] += run_setting(
-                    overrides + args.set + [f"data.num_views={m}"], args.steps, out, args.profile
+                    overrides + args.set + [f"data.num_views={m}"], args.steps, out, args.profile, args.recipe
                 )
-        print(f"\n## mabt m = {m}, d = 256, batch 128, width-16 ResNet-18, {torch.get_num_threads()} threads")
+        print(f"\n## {args.recipe}, m = {m}, width-16 ResNet-18, {torch.get_num_threads()} threads")
         print("| setting | s / step (median) | views / s | x first setting |")
         print("|---|---|---|---|")
         base = None

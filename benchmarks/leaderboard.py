@@ -362,8 +362,8 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: S
     """``records.csv`` (every record, its ``machine``) and ``records.md`` in ``out``, from the records
     collected in ``out/records/<machine_key>``: per CPU kind, its table, then its records of ours
     against the best peer recorded on that kind, and ``records_<machine_key>.png``. The tables go
-    between the records' markers of each page in ``pages``, the comparisons alone between the
-    headline markers of each page in ``headline``."""
+    between the records' markers of each page in ``pages``, the comparisons alone (not the readings
+    past ``RECORD_MINUTES``) between the headline markers of each page in ``headline``."""
     everything, longer, lines, comparisons = [], [], [], []
     for kind in sorted(p for p in (out / "records").glob("*") if p.is_dir()):
         rows, curves, beyond = [], {}, []
@@ -390,12 +390,12 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: S
         head, versus = against_best_peer(rows, curves)
         comparison = [f"On {cpu}, against {head}:", ""] + [f"- {v}" for v in versus] if head else [
             f"On {cpu}: no record of a peer yet."]  # fmt: skip
-        if beyond:
-            comparison += ["", f"Trained on past {RECORD_MINUTES:g} minutes (a constant lr: the rows above are these "
-                           f"runs read as their first {RECORD_MINUTES:g} minutes):", ""]  # fmt: skip
-            comparison += [f"- {beyond_line(r)}" for r in beyond]
         lines += ["", *comparison, ""]
         comparisons += [*comparison, ""]
+        if beyond:
+            lines += [f"Trained on past {RECORD_MINUTES:g} minutes (a constant lr: the rows above are these runs "
+                      f"read as their first {RECORD_MINUTES:g} minutes):", ""]  # fmt: skip
+            lines += [f"- {beyond_line(r)}" for r in beyond] + [""]
         plot_records(rows, curves, out / f"records_{kind.name}.png", cpu)
         everything += rows
         longer += beyond
