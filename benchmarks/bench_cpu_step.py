@@ -2,7 +2,7 @@
 implementations, as a run trains.
 
     python benchmarks/bench_cpu_step.py [--steps 12] [--rounds 3] [--views 4 2] [--profile] [--set KEY=VALUE ...]
-                                        [--recipe speedrun_mavicreg_cpu.yaml]
+                                        [--recipe speedrun_mavicreg_cpu.yaml] [--isolate]
 
 Each setting is ``main_pretrain.py --config-name mabt_cifar_cpu.yaml data.format=memory`` (or ``--recipe``)
 (real CIFAR-10 JPEGs from ../shared/data/cifar10 or CIFAR10_DIR, 10% of them; width-16
@@ -15,6 +15,11 @@ setting listed (of all: fp32, channels-last, the CPU default before bf16 became 
 
 ``--set`` adds Hydra overrides to every setting: ``--set data.num_workers=0`` cuts the views on
 the main thread, as the speedrun recipes do, instead of the CPU recipe's 2 loader workers.
+
+``--isolate`` times each setting of each round in a fresh process. Measure ``torch.compile`` so:
+in one process (after the other settings) the compiled step of ``speedrun_mavicreg_cpu.yaml``
+timed 0.180 s against eager's 0.218, alone in its process 0.199 s against 0.220, which is what
+the recipe's own run gets (the AMX Xeon, 2026-12-03; docs/performance.md).
 
 ``--profile`` prints, per setting, the operators that take the most time over a few steps
 (torch.profiler): where a setting gains or loses.
@@ -30,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from step_clock import run_setting  # noqa: E402
+from step_clock import in_fresh_process, run_setting  # noqa: E402
 
 #: (label, overrides): what is compared
 SETTINGS = (
@@ -55,6 +60,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="one round, operator table per setting")
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="overrides for every setting")
     parser.add_argument("--recipe", default="mabt_cifar_cpu.yaml", help="the recipe every setting starts from")
+    parser.add_argument("--isolate", action="store_true", help="each setting's steps in a fresh process")
     args = parser.parse_args()
     import logging
     import warnings
@@ -80,9 +86,8 @@ def main() -> None:
             for label, overrides in settings[r % len(settings) :] + settings[: r % len(settings)]:
                 if args.profile:
                     print(f"\n### m = {m}, {label}")
-                times[label] += run_setting(
-                    overrides + args.set + [f"data.num_views={m}"], args.steps, out, args.profile, args.recipe
-                )
+                setting = (overrides + args.set + [f"data.num_views={m}"], args.steps, out, args.profile, args.recipe)
+                times[label] += in_fresh_process(run_setting, *setting) if args.isolate else run_setting(*setting)
         print(f"\n## {args.recipe}, m = {m}, width-16 ResNet-18, {torch.get_num_threads()} threads")
         print("| setting | s / step (median) | views / s | x first setting |")
         print("|---|---|---|---|")

@@ -16,8 +16,10 @@ import io
 import os
 import time
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 
 def cifar_root(splits: tuple[str, ...] = ("train", "test")) -> Path:
@@ -64,6 +66,15 @@ class FixedBatches:
 
     def __iter__(self):
         return (self.batch for _ in range(self.length))
+
+
+def in_fresh_process(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` in a fresh (spawned) process: nothing an earlier setting compiled, cached
+    or allocated is there. ``function`` must be importable by name."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
 
 
 def run_setting(
