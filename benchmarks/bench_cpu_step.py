@@ -17,9 +17,9 @@ setting listed (of all: fp32, channels-last, the CPU default before bf16 became 
 the main thread, as the speedrun recipes do, instead of the CPU recipe's 2 loader workers.
 
 ``--isolate`` times each setting of each round in a fresh process. Measure ``torch.compile`` so:
-in one process (after the other settings) the compiled step of ``speedrun_mavicreg_cpu.yaml``
-timed 0.180 s against eager's 0.218, alone in its process 0.199 s against 0.220, which is what
-the recipe's own run gets (the AMX Xeon, 2026-12-03; docs/performance.md).
+sharing one process with the eager setting, the compiled step of ``speedrun_mavicreg_cpu.yaml``
+timed 0.174-0.180 s against eager's 0.218-0.219; each in its own process, 0.195-0.199 s against
+0.220-0.224, which is what the recipe's own run gets (the AMX Xeon, 2026-12-03; docs/performance.md).
 
 ``--profile`` prints, per setting, the operators that take the most time over a few steps
 (torch.profiler): where a setting gains or loses.

@@ -68,12 +68,21 @@ class FixedBatches:
         return (self.batch for _ in range(self.length))
 
 
+def _quiet() -> None:
+    """A timing child's start: the libraries' warnings and log lines off, as the parent has them."""
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+
+
 def in_fresh_process(function: Callable[..., T], *args: Any) -> T:
-    """``function(*args)`` in a fresh (spawned) process: nothing an earlier setting compiled, cached
-    or allocated is there. ``function`` must be importable by name."""
+    """``function(*args)`` in a fresh (spawned) process, quiet: nothing an earlier setting compiled,
+    cached or allocated is there. ``function`` must be importable by name."""
     import multiprocessing
 
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
+    with multiprocessing.get_context("spawn").Pool(1, initializer=_quiet) as pool:
         return pool.apply(function, args)
 
 
