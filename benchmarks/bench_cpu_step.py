@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from step_clock import in_fresh_process, run_setting  # noqa: E402
+from step_clock import in_fresh_process, quiet, run_setting  # noqa: E402
 
 #: (label, overrides): what is compared
 SETTINGS = (
@@ -62,13 +62,10 @@ def main() -> None:
     parser.add_argument("--recipe", default="mabt_cifar_cpu.yaml", help="the recipe every setting starts from")
     parser.add_argument("--isolate", action="store_true", help="each setting's steps in a fresh process")
     args = parser.parse_args()
-    import logging
-    import warnings
 
     import torch
 
-    warnings.filterwarnings("ignore")
-    logging.disable(logging.WARNING)
+    quiet()
     from mvssl_plugin.config.hardware import cpu_precision
 
     isa = torch.backends.cpu.get_cpu_capability()

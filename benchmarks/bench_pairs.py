@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from claims.clocks import commit
-from step_clock import run_setting
+from step_clock import quiet, run_setting
 
 #: name: (recipe, A's overrides, B's overrides, whether B takes a fixed batch, max A / B, what it checks)
 PAIRS: Dict[str, tuple] = {
@@ -103,11 +103,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         if not (args.data / "train").is_dir():
             parser.error(f"--data {args.data}: no train/ folder (an ImageFolder root is expected)")
         os.environ["CIFAR10_DIR"] = str(args.data)
-    import logging
-    import warnings
-
-    warnings.filterwarnings("ignore")
-    logging.disable(logging.WARNING)
+    quiet()
     out = Path(tempfile.mkdtemp())
     print("| pair | A s / step | B s / step | A / B | target | verdict |\n|---|---|---|---|---|---|", flush=True)
     for name in args.pairs:  # each row is kept as soon as it is measured: a call cut later loses none

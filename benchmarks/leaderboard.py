@@ -287,8 +287,8 @@ def against_best_peer(
     rows: Sequence[Dict[str, object]], curves: Dict[str, List[Dict[str, str]]]
 ) -> Tuple[str, List[str]]:
     """The records' comparison on one CPU kind: the best of solo-learn's methods by its mean final
-    test kNN over its records on it, and for each record of ours, the training minutes and the epochs from which its
-    curve stays at or above that kNN, against the peer's mean minutes and epochs."""
+    test kNN over its records on it, and for each record of ours, the training minutes and the
+    epochs from which its curve stays at or above that kNN, against the peer's mean minutes and epochs."""
     ours = {m.key for m in METHODS if m.ours}
     by_setting: Dict[str, List[Dict[str, object]]] = {}
     for r in rows:

@@ -6,11 +6,9 @@ which). The report's time is steps x these seconds, never a run's own wall-clock
 
 from __future__ import annotations
 
-import logging
 import statistics
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
@@ -18,7 +16,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 from claims import clocks
 from claims.grid import Point, Scale, step_overrides
 from speedrun_settings import BASELINE, FULL_SIDE, REFERENCE, SCREEN_EPOCHS, SETTINGS, STEPS, Setting
-from step_clock import run_setting
+from step_clock import quiet, run_setting
 
 from mvssl_plugin.config.hardware import cpu_precision
 from mvssl_plugin.files import read_csv, write_csv
@@ -68,8 +66,7 @@ def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Seq
     the same round (``step_times_on``), and the latest row of a setting is its measured step."""
     import torch  # local: --list and --report need no torch
 
-    warnings.filterwarnings("ignore")
-    logging.disable(logging.WARNING)
+    quiet()
     timed = timed_points(scale, only)
     times: Dict[str, List[float]] = {tag: [] for tag in timed}
     out = Path(tempfile.mkdtemp())

@@ -68,8 +68,9 @@ class FixedBatches:
         return (self.batch for _ in range(self.length))
 
 
-def _quiet() -> None:
-    """A timing child's start: the libraries' warnings and log lines off, as the parent has them."""
+def quiet() -> None:
+    """The libraries' warnings and log lines off, so that a timing prints its table alone (and a
+    spawned timing child is as quiet as its parent)."""
     import logging
     import warnings
 
@@ -82,7 +83,7 @@ def in_fresh_process(function: Callable[..., T], *args: Any) -> T:
     cached or allocated is there. ``function`` must be importable by name."""
     import multiprocessing
 
-    with multiprocessing.get_context("spawn").Pool(1, initializer=_quiet) as pool:
+    with multiprocessing.get_context("spawn").Pool(1, initializer=quiet) as pool:
         return pool.apply(function, args)
 
 
