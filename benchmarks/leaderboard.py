@@ -3,6 +3,7 @@ validation split, never on the test set.
 
     python benchmarks/leaderboard.py plan [--round A|B|C] # one "tag|main_pretrain.py arguments" line a screen
     python benchmarks/leaderboard.py records [--minutes 60] # each pick's record runs, as plan's lines
+    python benchmarks/leaderboard.py split --method mmcr [--minutes 60 --tail 20]  # a lever at a record's length
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
 
@@ -28,6 +29,12 @@ method's test kNN at the end of its records (the mean of its seeds, after about
 may train on past them (``records --minutes 60``, the 70%-in-60-minutes target): its row and the
 comparison read it ``within`` ``RECORD_MINUTES`` as the shorter run would have stopped, and
 ``beyond.csv`` reads all of it.
+
+What 3-epoch screens cannot see, a lever at a record's length (the lr's tail over a time budget's
+last minutes, ``scheduler.tail_minutes``), is tried as ``split`` plans it: a pick's record line with
+``data.holdout=5000`` held out, once at its constant lr and once with the lever, on one seed at a
+time. Its holdout kNN decides (kept only where it helps on two seeds); the test set is read beside
+it for the records that follow, never to choose.
 
 To run a plan, one screen at a time and nothing else beside it::
 
@@ -59,6 +66,10 @@ RECORDS_START = (
     "<!-- leaderboard records: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
 )
 RECORDS_END = "<!-- end of the leaderboard records -->"
+SPLIT_START = (
+    "<!-- levers at a record's length: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
+)
+SPLIT_END = "<!-- end of the levers at a record's length -->"
 #: the README's headline: the comparison with the best peer alone (the tables stay in ``PAGE``)
 README = PAGE.parents[1] / "README.md"
 VERSUS_START = "<!-- ours against the best tuned peer: made by `python benchmarks/leaderboard.py report` -->"
@@ -200,12 +211,47 @@ def record_tag(screen: Screen, seed: int) -> str:
     return f"record-{screen.tag}-s{seed}"
 
 
+def split_tag(screen: Screen, minutes: float, tail: float, seed: int) -> str:
+    """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20 (or ``const``)."""
+    return f"split{minutes:g}-{screen.tag}-{f'tail{tail:g}' if tail else 'const'}-s{seed}"
+
+
+def split_of(tag: str) -> Optional[Tuple[Screen, str, str]]:
+    """The (screen, lever, seed) a ``split_tag`` names, or None."""
+    head, _, rest = tag.partition("-")
+    parts = rest.rsplit("-", 2)
+    if not head.startswith("split") or len(parts) != 3 or not parts[2].startswith("s"):
+        return None
+    screen = screen_of(parts[0])
+    return None if screen is None else (screen, parts[1], parts[2][1:])
+
+
+def split_lines(rows: Sequence[Dict[str, object]], method: str, minutes: float, tail: float, seed: int) -> List[str]:
+    """``tag|arguments`` of a lever at a record's length, read on the split: ``method``'s record line
+    for ``minutes`` (its pick, a constant Adam lr) with ``data.holdout=5000`` held out, at its
+    constant lr and with the lr's tail over the budget's last ``tail`` minutes."""
+    pick = picks(rows)[method]
+    screen = screen_of(str(pick["tag"]))
+    assert screen is not None, pick
+    if screen.optimizer != "adam":
+        raise SystemExit(f"{method}'s pick {pick['tag']} has a schedule: a tail decays a constant lr")
+    (line,) = [x for x in record_lines(rows, minutes) if x.startswith(f"{record_tag(screen, seed)}|")]
+    args = line.partition("|")[2].split()
+    at = args.index("epoch_knn.enabled=true")
+    args[at:at] = [f"data.holdout={HOLDOUT}"]
+    args = [f"+wandb.tags=[leaderboard,split{minutes:g}]" if a == WANDB[-1] else a for a in args]
+    return [
+        f"{split_tag(screen, minutes, 0, seed)}|{' '.join(args)}",
+        f"{split_tag(screen, minutes, tail, seed)}|{' '.join(args)} ++scheduler.tail_minutes={tail:g}",
+    ]
+
+
 def collect(root: Path, out: Path = OUT) -> List[Path]:
     """Copies the small files (and ``root/<tag>.log``, the console) of each run below ``root`` that
     the plans name: into ``out/screens`` the finished screens and the diverged ones (stopped on a
     non-finite loss, before or after a kNN), into ``out/records/<this CPU's machine_key>`` the
-    finished records of screened settings: a record's minutes are compared only with records of
-    the same CPU kind."""
+    finished records of screened settings (a record's minutes are compared only with records of
+    the same CPU kind), into ``out/split/<machine_key>`` the finished runs of ``split_lines``."""
     named = [
         (str(read_json(f / "args.json").get("name")), f) for f in sorted(p.parent for p in root.rglob("args.json"))
     ]
@@ -214,12 +260,12 @@ def collect(root: Path, out: Path = OUT) -> List[Path]:
     records = {record_tag(s, seed) for s in screened for seed in RECORD_SEEDS}
     copied, here = [], machine_key(machine())
     for tag, folder in named:
-        kind = "records" if tag in records else "screens" if screen_of(tag) else None
+        kind = "records" if tag in records else "screens" if screen_of(tag) else "split" if split_of(tag) else None
         launches = read_json(folder / RUN_LOG, {"launches": []})["launches"]
         finished = bool(launches) and launches[-1].get("finished") and (folder / EPOCH_KNN).is_file()
         diverged = kind == "screens" and diverged_epoch(folder) is not None
         if kind and (finished or diverged):
-            target = out / kind / here / tag if kind == "records" else out / kind / tag
+            target = out / kind / tag if kind == "screens" else out / kind / here / tag
             copied.append(copy_small_files(folder, root / f"{tag}.log", target))
     return copied
 
@@ -409,6 +455,45 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: S
     return table
 
 
+def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
+    """``split.csv`` and ``split.md`` in ``out`` from ``out/split/<machine_key>``: per CPU kind, each
+    run of a lever at a record's length read on the holdout split (the test set's kNN beside it,
+    not chosen on), then per setting and seed each lever against its constant twin at the end; the
+    table between the split's markers of each page in ``pages``."""
+    everything, lines = [], []
+    for kind in sorted(p for p in (out / "split").glob("*") if p.is_dir()):
+        rows = []
+        for knn in sorted(kind.glob(f"*/{EPOCH_KNN}")):
+            screen, lever, seed = split_of(knn.parent.name) or (None, "", "")
+            test = record(knn.parent)["final_knn"]
+            rows.append({"machine": kind.name, "setting": getattr(screen, "tag", ""), "lever": lever,
+                         **record(knn.parent, acc="knn_holdout_acc1"), "seed": seed, "test_knn": test})  # fmt: skip
+        if not rows:
+            continue
+        head = ["setting", "lr", "seed", "epochs", "training min", "holdout kNN at the end", "holdout: min to 60%",
+                "65%", "70%", "test kNN at the end (not chosen on)"]  # fmt: skip
+        cpu = " / ".join(sorted({str(r["cpu"]) for r in rows}))
+        lines += [f"On {cpu}:", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rows:
+            knn = [f"{float(r['final_knn']):.2f}", *[r[f"min_to_{t}"] or "-" for t in (60, 65, 70)]]
+            cells = [r["setting"], r["lever"], r["seed"], r["epochs"], r["train_minutes"], *knn,
+                     f"{float(r['test_knn']):.2f}"]  # fmt: skip
+            lines.append("| " + " | ".join(map(str, cells)) + " |")
+        lines.append("")
+        for r in rows:
+            twin = [c for c in rows if (c["setting"], c["seed"], c["lever"]) == (r["setting"], r["seed"], "const")]
+            if r["lever"] != "const" and twin:
+                gain = float(r["final_knn"]) - float(twin[0]["final_knn"])
+                lines.append(f"- {r['setting']}, seed {r['seed']}: {r['lever']} against the constant lr, at the end on "
+                             f"the holdout: {gain:+.2f} points")  # fmt: skip
+        lines.append("")
+        everything += rows
+    write_csv(out / "split.csv", everything)
+    table = "\n".join(lines).rstrip() + "\n"
+    write_table(table, out / "split.md", pages, SPLIT_START, SPLIT_END)
+    return table
+
+
 def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
     """``screens.csv`` and ``screens.md`` in ``out`` (each method's pick in bold), and the table
     between the markers of each page in ``pages``."""
@@ -452,6 +537,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     lines = sub.add_parser("records", help="each method's pick as record runs, one 'tag|arguments' line each")
     lines.add_argument("--minutes", type=float, default=RECORD_MINUTES,
                        help="a constant lr's training minutes (its record still reads the first 30)")  # fmt: skip
+    split = sub.add_parser("split", help="a pick at a record's length on the split: constant lr, then with a tail")
+    split.add_argument("--method", required=True, choices=[m.key for m in METHODS if m.ours])
+    split.add_argument("--minutes", type=float, default=60.0, help="the training minutes of both runs")
+    split.add_argument("--tail", type=float, default=20.0, help="the lr's tail: the budget's last minutes")
+    split.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     if args.action == "plan":
         for s in edge_screens(read_csv(OUT / "screens.csv")) if args.round == "C" else screens(args.round):
@@ -461,9 +551,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(f"leaderboard: {target}")
     elif args.action == "records":
         print("\n".join(record_lines(read_csv(OUT / "screens.csv"), args.minutes)))
+    elif args.action == "split":
+        screens_csv = read_csv(OUT / "screens.csv")
+        print("\n".join(split_lines(screens_csv, args.method, args.minutes, args.tail, args.seed)))
     else:
         print(report(), end="")
         print(report_records(), end="")
+        if (OUT / "split").is_dir():
+            print(report_split(), end="")
 
 
 if __name__ == "__main__":

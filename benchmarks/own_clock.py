@@ -110,13 +110,14 @@ def within(rows: Sequence[Dict[str, str]], minutes: float) -> List[Dict[str, str
     return list(rows)
 
 
-def record(folder: Path, until_minutes: Optional[float] = None) -> Dict[str, object]:
-    """One record row of a collected run; with ``until_minutes``, of its epochs ``within`` them."""
+def record(folder: Path, until_minutes: Optional[float] = None, acc: str = "knn_val_acc1") -> Dict[str, object]:
+    """One record row of a collected run, read on its kNN ``acc`` (the test set's; ``knn_holdout_acc1``:
+    the validation split's); with ``until_minutes``, of its epochs ``within`` them."""
     rows = read_csv(folder / EPOCH_KNN)
     rows = rows if until_minutes is None else within(rows, until_minutes)
     args, cpu = read_json(folder / "args.json"), read_json(folder / "machine.json")
     launches = read_json(folder / RUN_LOG)["launches"]
-    values = [float(r["knn_val_acc1"]) for r in rows]
+    values = [float(r[acc]) for r in rows]
     seconds = [float(r["train_seconds"]) for r in rows]
 
     def minutes(index: Optional[int]) -> str:

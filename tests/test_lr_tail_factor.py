@@ -18,7 +18,14 @@ def test_no_tail_is_a_constant_lr_and_a_tail_of_the_whole_run_is_linear_from_the
     assert [tail_factor(step, 4, 4) for step in range(4)] == [1.0, 0.75, 0.5, 0.25]
 
 
-@pytest.mark.parametrize("tail, total", [(-1, 10), (11, 10), (0, 0)])
+def test_counted_in_training_seconds_the_line_is_the_same():
+    # a 60-minute budget with a 20-minute tail: full lr to minute 40, half at 50, none at 60 and past
+    minutes = [0.0, 39.9, 40.0, 50.0, 59.0, 60.0, 61.3]
+    factors = [tail_factor(60.0 * m, 3600.0, 1200.0) for m in minutes]
+    assert factors == pytest.approx([1.0, 1.0, 1.0, 0.5, 0.05, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("tail, total", [(-1, 10), (11, 10), (0, 0), (0.5, 0.25)])
 def test_a_tail_outside_the_run_is_an_error(tail, total):
-    with pytest.raises(ValueError, match="tail_steps"):
+    with pytest.raises(ValueError, match="must be in"):
         tail_factor(0, total, tail)

@@ -38,8 +38,9 @@ SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_op
 
 
 def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
-    """Batch size, epochs, optimizer, scheduler (and its tail, ``scheduler.tail_epochs``: a constant
-    lr's linear decay to zero over the last epochs, train/lr_tail.py), precision and
+    """Batch size, epochs, optimizer, scheduler (and its tail, ``scheduler.tail_epochs`` or
+    ``scheduler.tail_minutes``: a constant lr's linear decay to zero over the last epochs, or the
+    budget's last minutes, train/lr_tail.py), precision and
     :data:`TRAINING_RULES`."""
     batch_size = select(cfg, "optimizer.batch_size")
     if not is_int(batch_size) or batch_size < 2:
@@ -65,10 +66,41 @@ def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
             f"scheduler.tail_epochs={tail} decays a constant lr, but scheduler.name={scheduler!r} has its own "
             "decay: set scheduler.name=none, or scheduler.tail_epochs=0"
         )
+    check_tail_minutes(cfg, scheduler, tail)
     precision = str(select(cfg, "precision", "32"))
     if precision not in PRECISIONS:
         raise ConfigError(f"precision={precision!r}: choose one of {PRECISIONS}")
     apply_rules(cfg, TRAINING_RULES)
+
+
+def check_tail_minutes(cfg: DictConfig, scheduler: str, tail_epochs: int) -> None:
+    """``scheduler.tail_minutes``: the last minutes of the time budget
+    (``epoch_knn.stop_after_minutes``, whose clock it reads) over which a constant lr falls to zero."""
+    minutes = select(cfg, "scheduler.tail_minutes", 0)
+    if minutes in (0, None):
+        return
+    budget = select(cfg, "epoch_knn.stop_after_minutes") if select(cfg, "epoch_knn.enabled", False) else None
+    if not is_number(minutes) or minutes < 0:
+        raise ConfigError(f"scheduler.tail_minutes={minutes!r}: give training minutes >= 0 (e.g. 20), or 0 for none")
+    if budget is None:
+        raise ConfigError(
+            f"scheduler.tail_minutes={minutes} ends the lr at a time budget, and this run has none: set "
+            "epoch_knn.enabled=true and epoch_knn.stop_after_minutes (e.g. 60), or use scheduler.tail_epochs"
+        )
+    if is_number(budget) and budget > 0 and minutes > budget:
+        raise ConfigError(
+            f"scheduler.tail_minutes={minutes} is longer than the budget, epoch_knn.stop_after_minutes={budget}: "
+            "give at most the budget"
+        )
+    if tail_epochs:
+        raise ConfigError(
+            f"scheduler.tail_minutes={minutes} and scheduler.tail_epochs={tail_epochs}: choose one tail, the other 0"
+        )
+    if scheduler != "none":
+        raise ConfigError(
+            f"scheduler.tail_minutes={minutes} decays a constant lr, but scheduler.name={scheduler!r} has its own "
+            "decay: set scheduler.name=none, or scheduler.tail_minutes=0"
+        )
 
 
 PROBE_RULES: tuple[Rule, ...] = (

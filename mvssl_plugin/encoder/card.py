@@ -96,6 +96,7 @@ def model_card(config: Dict[str, Any]) -> str:
         f"{train['max_epochs']} epochs, {train['steps']} steps, {train['views_seen']} views seen",
         f"- optimizer {json.dumps(train['optimizer'])}, scheduler {train['scheduler']}"
         + (f" (lr linear to zero over the last {n} epochs)" if (n := train.get("lr_tail_epochs")) else "")
+        + (f" (lr linear to zero over the last {t:g} training minutes)" if (t := train.get("lr_tail_minutes")) else "")
         + f", precision {train['precision']}",
         f"- trained with mvssl-plugin {train['plugin_version'] or '(version not recorded)'}"
         + (f" at {train['plugin_commit']}" if train["plugin_commit"] else ""),

@@ -171,6 +171,7 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
         "optimizer": {k: optimizer.get(k) for k in ("name", "lr", "batch_size", "weight_decay")},
         "scheduler": scheduler.get("name"),
         "lr_tail_epochs": int(scheduler.get("tail_epochs") or 0),  # scheduler.tail_epochs
+        "lr_tail_minutes": float(scheduler.get("tail_minutes") or 0),  # scheduler.tail_minutes
         "precision": args.get("precision"),
         "run_name": args.get("name"),
         "commands": [shareable(launch.get("command")) for launch in launches],

@@ -99,7 +99,11 @@ def build_trainer(
     if select(cfg, "effective_rank.enabled", False):
         callbacks.append(EffectiveRank(cfg.effective_rank.num_samples))
     if select(cfg, "scheduler.tail_epochs", 0):
-        callbacks.append(LinearTail(cfg.scheduler.tail_epochs))
+        callbacks.append(LinearTail(tail_epochs=cfg.scheduler.tail_epochs))
+    if select(cfg, "scheduler.tail_minutes", 0):
+        tail = LinearTail(tail_minutes=cfg.scheduler.tail_minutes, budget_minutes=cfg.epoch_knn.stop_after_minutes)
+        tail.clock = run_log
+        callbacks.append(tail)
     # the caller's epoch work (a benchmark's evaluation row) ends before the epoch's checkpoint
     # too: a crash in it then costs the epoch again on resume, not its row forever
     callbacks += list(extra_callbacks)

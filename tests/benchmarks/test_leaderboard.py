@@ -277,3 +277,43 @@ def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tm
     assert "71.00%" not in readme.read_text()  # the headline keeps the 30-minute comparison alone
     rows = {r["run"]: r for r in read_csv(tmp_path / "out" / "records.csv")}
     assert rows["record-vicreg-adam-1e-3-s1"]["epochs"] == "3"  # a run stopped at 30 is read whole
+
+
+def test_a_lever_at_a_records_length_is_the_picks_record_line_on_the_split_with_and_without_it():
+    rows = [
+        {"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"},
+        {"tag": "mmcr-lars-0.3", "method": "mmcr", "holdout_knn": "40.0", "train_minutes": "4.5"},
+        {"tag": "byol-lars-1", "method": "byol", "holdout_knn": "47.0", "train_minutes": "7.5"},
+    ]
+    const, tail = leaderboard.split_lines(rows, "mmcr", minutes=60, tail=20, seed=2)
+    (record,) = [x for x in leaderboard.record_lines(rows, minutes=60) if x.startswith("record-mmcr-adam-8e-3-s2|")]
+    assert const.split("|")[0] == "split60-mmcr-adam-8e-3-const-s2"
+    assert tail.split("|")[0] == "split60-mmcr-adam-8e-3-tail20-s2"
+    # the record's arguments, the split held out (the test set still read), the tail the one difference
+    extra = set(const.split("|")[1].split()) - set(record.split("|")[1].split())
+    assert extra == {"data.holdout=5000", "+wandb.tags=[leaderboard,split60]"}
+    assert tail.split("|")[1] == const.split("|")[1] + " ++scheduler.tail_minutes=20"
+    assert leaderboard.split_of("split60-mmcr-adam-8e-3-tail20-s2")[1:] == ("tail20", "2")
+    assert leaderboard.split_of("record-mmcr-adam-8e-3-s2") is None
+    with pytest.raises(SystemExit, match="has a schedule"):
+        leaderboard.split_lines(rows, "byol", minutes=60, tail=20, seed=1)
+
+
+def test_a_lever_at_a_records_length_is_read_on_the_holdout_against_its_constant_twin(tmp_path):
+    runs = tmp_path / "runs"
+    for tag, holdout, test in (
+        ("split60-mmcr-adam-8e-3-const-s1", [60.0, 66.0, 67.5], [59.0, 65.0, 66.0]),
+        ("split60-mmcr-adam-8e-3-tail20-s1", [60.0, 66.5, 69.0], [59.0, 65.5, 70.0]),
+    ):
+        _record(runs, tag, "mmcr", test, 20.0, stop=60)
+        (knn,) = (runs / tag).rglob(EPOCH_KNN)
+        write_csv(knn, [{**r, "knn_holdout_acc1": h} for r, h in zip(read_csv(knn), holdout)])
+    copied = leaderboard.collect(runs, out=tmp_path / "out")
+    assert {p.parent.parent.name for p in copied} == {"split"}
+    page = tmp_path / "speedrun.md"
+    page.write_text(f"{leaderboard.SPLIT_START}\nstale\n{leaderboard.SPLIT_END}\n")
+    table = leaderboard.report_split(out=tmp_path / "out", pages=[page])
+    assert "stale" not in page.read_text() and table.rstrip() in page.read_text()
+    # the holdout decides (+1.50); the test set's 70.00 is shown beside it, not used
+    assert "| mmcr-adam-8e-3 | tail20 | 1 | 3 | 60.0 | 69.00 | 20.0 | 40.0 | - | 70.00 |" in table
+    assert "- mmcr-adam-8e-3, seed 1: tail20 against the constant lr, at the end on the holdout: +1.50 points" in table

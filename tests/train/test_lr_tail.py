@@ -1,8 +1,11 @@
-"""``scheduler.tail_epochs`` as a user sets it: checked before any work, and through
-main_pretrain.py a constant lr that falls linearly to zero over the last epochs, also in a run
-that goes on from a constant run's checkpoint (which holds no scheduler state)."""
+"""``scheduler.tail_epochs`` and ``scheduler.tail_minutes`` as a user sets them: checked before
+any work, and through main_pretrain.py a constant lr that falls linearly to zero over the last
+epochs (also in a run that goes on from a constant run's checkpoint, which holds no scheduler
+state) or over the last minutes of the run's time budget, on its training clock."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -10,8 +13,10 @@ from helpers import assert_one_line, checked_config, run_entry, tiny_overrides
 
 from mvssl_plugin.config import check_training_keys
 from mvssl_plugin.errors import ConfigError
+from mvssl_plugin.files import read_csv
 from mvssl_plugin.lr_tail_factor import tail_factor
-from mvssl_plugin.train.lr_tail import BASE_LR
+from mvssl_plugin.runs import EPOCH_KNN
+from mvssl_plugin.train.lr_tail import BASE_LR, LinearTail
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -22,6 +27,18 @@ pytestmark = pytest.mark.usefixtures("one_thread")
         ({"++scheduler.tail_epochs": 3, "max_epochs": 2}, "tail_epochs=3: must be an integer in [0, max_epochs=2]"),
         ({"++scheduler.tail_epochs": -1}, "must be an integer in [0, max_epochs"),
         ({"++scheduler.tail_epochs": 1, "scheduler.name": "warmup_cosine"}, "set scheduler.name=none"),
+        ({"++scheduler.tail_minutes": 20}, "this run has none: set epoch_knn.enabled=true and epoch_knn.stop_after"),
+        ({"++scheduler.tail_minutes": 20, "epoch_knn.enabled": False, "epoch_knn.stop_after_minutes": 60}, "has none"),
+        ({"++scheduler.tail_minutes": 20, "epoch_knn.stop_after_minutes": 10}, "longer than the budget"),
+        ({"++scheduler.tail_minutes": -1, "epoch_knn.stop_after_minutes": 10}, "give training minutes >= 0"),
+        (
+            {"++scheduler.tail_minutes": 5, "epoch_knn.stop_after_minutes": 10, "++scheduler.tail_epochs": 1},
+            "choose one tail",
+        ),
+        (
+            {"++scheduler.tail_minutes": 5, "epoch_knn.stop_after_minutes": 10, "scheduler.name": "warmup_cosine"},
+            "set scheduler.name=none, or scheduler.tail_minutes=0",
+        ),
     ],
 )
 def test_a_tail_the_run_cannot_take_is_refused_naming_the_fix(overrides, fragment):
@@ -29,6 +46,31 @@ def test_a_tail_the_run_cannot_take_is_refused_naming_the_fix(overrides, fragmen
     with pytest.raises(ConfigError) as error:
         check_training_keys(cfg, ("adam", "lars", "sgd", "adamw"))
     assert fragment in str(error.value)
+
+
+def test_counted_in_minutes_the_lr_follows_the_training_clock():
+    """A 60-minute budget, its last 20 the tail: the full lr before minute 40, half at 50, none
+    in the epoch that runs past the budget."""
+    clock = SimpleNamespace(seconds=0.0)
+    tail = LinearTail(tail_minutes=20, budget_minutes=60)
+    tail.clock = SimpleNamespace(train_now=lambda: clock.seconds)
+    weight = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([{"params": [weight], "lr": 0.1}, {"params": [], "lr": 0.02}])
+    seen = []
+    for minutes in (10, 40, 50, 59, 60.5):
+        clock.seconds = 60.0 * minutes
+        tail.on_train_batch_start(SimpleNamespace(optimizers=[optimizer]), None, None, 0)
+        seen.append([group["lr"] for group in optimizer.param_groups])
+    expected = [[0.1, 0.02], [0.1, 0.02], [0.05, 0.01], [0.005, 0.001], [0.0, 0.0]]
+    assert seen == [pytest.approx(e) for e in expected]
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"tail_minutes": 5}, {"tail_epochs": 2, "tail_minutes": 5, "budget_minutes": 9}]
+)
+def test_a_tail_needs_one_length_and_minutes_need_a_budget(kwargs):
+    with pytest.raises(ValueError, match="give tail_epochs, or tail_minutes with budget_minutes"):
+        LinearTail(**kwargs)
 
 
 def _lrs(ckpt) -> tuple:
@@ -78,6 +120,41 @@ def test_a_run_goes_on_from_a_constant_runs_checkpoint_into_its_tail(tiny_cifar,
     out = export(ckpt, tmp_path / "encoder", notify=lambda _: None)
     assert json.loads((out / "config.json").read_text())["training"]["lr_tail_epochs"] == 2
     assert "lr linear to zero over the last 2 epochs" in (out / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_time_budgets_tail_lowers_the_lr_with_the_training_clock(tiny_cifar, tmp_path):
+    """speedrun_cpu.yaml with a 10-minute budget, all of it the tail: a step at training second t
+    takes the constant lr x (1 - t / 600), so each epoch ends below the last one's lr, and no lower
+    than its clock at the epoch's end (epoch_knn.csv) allows; the encoder's card says so."""
+    tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
+    args = [
+        *[o for o in tiny if not o.startswith("max_epochs")],
+        "max_epochs=2",
+        "data.val_fraction=-1",
+        "epoch_knn.stop_after_minutes=10",
+        "++scheduler.tail_minutes=10",
+        "++checkpoint.keep_prev=true",
+        "name=minutes",
+    ]
+    result = run_entry("main_pretrain.py", ["--config-name", "speedrun_cpu.yaml", *args], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (knn,) = tmp_path.rglob(EPOCH_KNN)
+    seconds = [float(r["train_seconds"]) for r in read_csv(knn)]
+    factors = []
+    for epoch in (0, 1):
+        (ckpt,) = tmp_path.rglob(f"*ep={epoch}.ckpt")
+        _, lrs, bases, schedulers = _lrs(ckpt)
+        assert schedulers == [] and None not in bases
+        factor = lrs[0] / bases[0]
+        assert lrs == pytest.approx([b * factor for b in bases])  # every group by the same factor
+        assert 1 - seconds[epoch] / 600 <= factor < 1
+        factors.append(factor)
+    assert factors[1] < factors[0]
+    from mvssl_plugin.encoder.export import export
+
+    out = export(ckpt, tmp_path / "encoder", notify=lambda _: None)
+    assert "lr linear to zero over the last 10 training minutes" in (out / "README.md").read_text()
 
 
 @pytest.mark.slow
