@@ -36,7 +36,9 @@ last minutes, ``scheduler.tail_minutes``), is tried as ``split`` plans it: a pic
 time. Its holdout kNN decides (kept only where it helps on two seeds); the test set is read beside
 it for the records that follow, never to choose.
 
-To run a plan, one screen at a time and nothing else beside it::
+The plans (screens, picks, record and split lines) are ``leaderboard_plan.py``'s; this module
+collects the runs and writes the tables. To run a plan, one screen at a time and nothing else
+beside it::
 
     python benchmarks/leaderboard.py plan | while IFS='|' read -r tag args; do
         python main_pretrain.py $args name=$tag checkpoint.dir=ROOT/$tag; done
@@ -45,12 +47,23 @@ To run a plan, one screen at a time and nothing else beside it::
 from __future__ import annotations
 
 import argparse
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from doc_blocks import replace_between, write_table
+from leaderboard_plan import (
+    METHODS,
+    RECORD_MINUTES,
+    RECORD_SEEDS,
+    edge_screens,
+    picks,
+    record_lines,
+    record_tag,
+    screen_of,
+    screens,
+    split_lines,
+    split_of,
+)
 from own_clock import copy_small_files, machine, machine_key, record, within
 
 from mvssl_plugin.eval.time_to_accuracy import stays_at_or_above
@@ -74,125 +87,6 @@ SPLIT_END = "<!-- end of the levers at a record's length -->"
 README = PAGE.parents[1] / "README.md"
 VERSUS_START = "<!-- ours against the best tuned peer: made by `python benchmarks/leaderboard.py report` -->"
 VERSUS_END = "<!-- end of ours against the best tuned peer -->"
-SCREEN_EPOCHS = 3
-#: CIFAR-10's training images, and the split every screen holds out of them
-TRAIN_IMAGES, HOLDOUT = 50_000, 5_000
-#: every screen: its budget, the split it is read on, and no test set
-SCREEN = (f"max_epochs={SCREEN_EPOCHS}", "seed=1", f"data.holdout={HOLDOUT}", "data.val_path=null",
-          "epoch_knn.enabled=true")  # fmt: skip
-ADAM = ("optimizer.name=adam", "~optimizer.kwargs", "optimizer.weight_decay=1e-6", "scheduler.name=none")
-#: solo-learn's LARS settings for its CIFAR recipes, for a recipe that ships Adam
-LARS = (
-    "optimizer.name=lars",
-    "optimizer.weight_decay=1e-4",
-    "+optimizer.kwargs.clip_lr=True",
-    "+optimizer.kwargs.eta=0.02",
-    "+optimizer.kwargs.exclude_bias_n_norm=True",
-    "scheduler.name=warmup_cosine",
-    "++scheduler.warmup_epochs=0.2",
-)
-#: every record in one offline wandb project, side by side (each run's own tags name its method and optimizer)
-WANDB = ("wandb.enabled=true", "wandb.offline=true", "wandb.project=mvssl-leaderboard", "+wandb.tags=[leaderboard]")
-#: a record's training minutes (the issue's comparison: each method's accuracy at 30 minutes) and seeds
-RECORD_MINUTES, RECORD_SEEDS = 30.0, (1, 2)
-ADAM_LRS = ("2e-3", "1e-3", "4e-3")
-LARS_FACTORS = (1.0, 0.5, 2.0)
-
-
-@dataclass(frozen=True)
-class Method:
-    key: str
-    recipe: str
-    lars_lr: float  # the LARS lr solo-learn ships for it (ours: Barlow Twins' and VICReg's)
-    ships: str  # the optimizer its recipe ships: "lars" or "adam"
-    ours: bool = False
-
-
-METHODS = (
-    Method("barlow", "solo_barlow_cifar_cpu.yaml", 0.3, "lars"),
-    Method("vicreg", "solo_vicreg_cifar_cpu.yaml", 0.3, "lars"),
-    Method("simclr", "solo_simclr_cifar_cpu.yaml", 0.4, "lars"),
-    Method("byol", "solo_byol_cifar_cpu.yaml", 1.0, "lars"),
-    Method("mabt", "speedrun_cpu.yaml", 0.3, "adam", ours=True),
-    Method("mavicreg", "speedrun_mavicreg_cpu.yaml", 0.3, "adam", ours=True),
-    Method("mmcr", "speedrun_mmcr_cpu.yaml", 0.3, "adam", ours=True),
-)
-
-
-@dataclass(frozen=True)
-class Screen:
-    method: Method
-    optimizer: str  # "lars" or "adam"
-    lr: str
-
-    @property
-    def tag(self) -> str:
-        return f"{self.method.key}-{self.optimizer}-{self.lr}"
-
-    @property
-    def round(self) -> str:
-        """A: the shipped setting and Adam at 2e-3; B: the other four; C: beyond the Adam grid's edge."""
-        if self.optimizer == "adam" and self.lr not in ADAM_LRS:
-            return "C"
-        shipped = f"{self.method.lars_lr:g}" if self.optimizer == "lars" else ADAM_LRS[0]
-        return "A" if self.lr == shipped else "B"
-
-    def arguments(self) -> List[str]:
-        family: Tuple[str, ...] = ()
-        if self.optimizer != self.method.ships:
-            family = ADAM if self.optimizer == "adam" else LARS
-        return ["--config-name", self.method.recipe, *SCREEN, *family, f"optimizer.lr={self.lr}"]
-
-
-def screens(round_: Optional[str] = None) -> List[Screen]:
-    """Every method's six screens, round A's first."""
-    every = [
-        Screen(m, opt, lr)
-        for m in METHODS
-        for opt, lrs in (("lars", [f"{m.lars_lr * f:g}" for f in LARS_FACTORS]), ("adam", ADAM_LRS))
-        for lr in lrs
-    ]
-    every.sort(key=lambda s: s.round)
-    return [s for s in every if round_ in (None, s.round)]
-
-
-def screen_of(tag: str) -> Optional[Screen]:
-    """The screen a tag names (``<method>-<optimizer>-<lr>``), or None."""
-    key, _, rest = tag.partition("-")
-    optimizer, _, lr = rest.partition("-")
-    method = next((m for m in METHODS if m.key == key), None)
-    try:
-        float(lr)
-    except ValueError:
-        return None
-    return Screen(method, optimizer, lr) if method and optimizer in ("adam", "lars") else None
-
-
-def _lr_text(lr: float) -> str:
-    """1e-3's style for an lr: 5e-4, 8e-3, 1.6e-2."""
-    mantissa, exponent = f"{lr:e}".split("e")
-    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-
-
-def edge_screens(rows: Sequence[Dict[str, object]]) -> List[Screen]:
-    """Round C: for each method whose six screens have run and whose best Adam screen is the
-    lowest or the highest lr it screened, Adam at half or twice that lr. One rule for every
-    method, so that no method's best lies beyond the grid unseen (run again after each round C)."""
-    done = {str(r["tag"]) for r in rows}
-    edges = []
-    for m in METHODS:
-        if any(s.tag not in done for s in screens() if s.method == m):
-            continue
-        adam = [r for r in rows if str(r["tag"]).startswith(f"{m.key}-adam-") and r["holdout_knn"] not in ("", None)]
-        if not adam:
-            continue
-        lrs = sorted(float(r["lr"]) for r in adam)
-        best = float(max(adam, key=lambda r: float(r["holdout_knn"]))["lr"])
-        step = 0.5 if best == lrs[0] else 2.0 if best == lrs[-1] else None
-        beyond = None if step is None else Screen(m, "adam", _lr_text(best * step))
-        if beyond is not None and beyond.tag not in done:
-            edges.append(beyond)
-    return edges
 
 
 def diverged_epoch(folder: Path) -> Optional[int]:
@@ -205,45 +99,6 @@ def diverged_epoch(folder: Path) -> Optional[int]:
         if any(k.startswith("train_") and k.endswith("loss") and v.lower() == "nan" for k, v in r.items()):
             return int(r["epoch"])
     return None
-
-
-def record_tag(screen: Screen, seed: int) -> str:
-    return f"record-{screen.tag}-s{seed}"
-
-
-def split_tag(screen: Screen, minutes: float, tail: float, seed: int) -> str:
-    """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20 (or ``const``)."""
-    return f"split{minutes:g}-{screen.tag}-{f'tail{tail:g}' if tail else 'const'}-s{seed}"
-
-
-def split_of(tag: str) -> Optional[Tuple[Screen, str, str]]:
-    """The (screen, lever, seed) a ``split_tag`` names, or None."""
-    head, _, rest = tag.partition("-")
-    parts = rest.rsplit("-", 2)
-    if not head.startswith("split") or len(parts) != 3 or not parts[2].startswith("s"):
-        return None
-    screen = screen_of(parts[0])
-    return None if screen is None else (screen, parts[1], parts[2][1:])
-
-
-def split_lines(rows: Sequence[Dict[str, object]], method: str, minutes: float, tail: float, seed: int) -> List[str]:
-    """``tag|arguments`` of a lever at a record's length, read on the split: ``method``'s record line
-    for ``minutes`` (its pick, a constant Adam lr) with ``data.holdout=5000`` held out, at its
-    constant lr and with the lr's tail over the budget's last ``tail`` minutes."""
-    pick = picks(rows)[method]
-    screen = screen_of(str(pick["tag"]))
-    assert screen is not None, pick
-    if screen.optimizer != "adam":
-        raise SystemExit(f"{method}'s pick {pick['tag']} has a schedule: a tail decays a constant lr")
-    (line,) = [x for x in record_lines(rows, minutes) if x.startswith(f"{record_tag(screen, seed)}|")]
-    args = line.partition("|")[2].split()
-    at = args.index("epoch_knn.enabled=true")
-    args[at:at] = [f"data.holdout={HOLDOUT}"]
-    args = [f"+wandb.tags=[leaderboard,split{minutes:g}]" if a == WANDB[-1] else a for a in args]
-    return [
-        f"{split_tag(screen, minutes, 0, seed)}|{' '.join(args)}",
-        f"{split_tag(screen, minutes, tail, seed)}|{' '.join(args)} ++scheduler.tail_minutes={tail:g}",
-    ]
 
 
 def collect(root: Path, out: Path = OUT) -> List[Path]:
@@ -291,42 +146,6 @@ def row(folder: Path) -> Dict[str, object]:
         "train_minutes": round(seconds / 60, 1),
         "cpu": read_json(folder / "machine.json")["model"],
     }
-
-
-def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
-    """Each method's best screen by its holdout kNN (a tie: the first screened)."""
-    best: Dict[str, Dict[str, object]] = {}
-    for r in rows:
-        if r["holdout_knn"] in ("", None):  # diverged before its first kNN
-            continue
-        if r["method"] not in best or float(r["holdout_knn"]) > float(best[str(r["method"])]["holdout_knn"]):
-            best[str(r["method"])] = r
-    return best
-
-
-def record_lines(rows: Sequence[Dict[str, object]], minutes: float = RECORD_MINUTES) -> List[str]:
-    """``tag|arguments`` of each method's record runs: its pick on all 50,000 training images (the
-    speedrun records' data), the test set read after every epoch, seeds 1 and 2, logged to one
-    offline wandb project, for ``minutes`` of training. A constant lr stops after the epoch whose
-    training clock reaches them (``epoch_knn.stop_after_minutes``); a schedule is fitted to the
-    epochs ``RECORD_MINUTES`` hold at the method's fastest screen's pace (the least disturbed by
-    other work), scaled from the screens' 45,000 images to 50,000: a longer schedule would not
-    pass through the record."""
-    lines = []
-    for method, pick in picks(rows).items():
-        screen = screen_of(str(pick["tag"]))
-        assert screen is not None, pick
-        ran = [r for r in rows if r["method"] == method and r.get("diverged_in_epoch") in ("", None)]
-        pace = min(float(r["train_minutes"]) for r in ran) / SCREEN_EPOCHS * TRAIN_IMAGES / (TRAIN_IMAGES - HOLDOUT)
-        kept = [a for a in screen.arguments() if a not in SCREEN]
-        if screen.optimizer == "adam":  # a constant lr: the clock ends it
-            budget = [f"max_epochs={2 * math.ceil(minutes / pace)}", f"epoch_knn.stop_after_minutes={minutes:g}"]
-        else:
-            budget = [f"max_epochs={math.ceil(RECORD_MINUTES / pace)}"]
-        for seed in RECORD_SEEDS:
-            args = [*kept, *budget, f"seed={seed}", "epoch_knn.enabled=true", *WANDB]
-            lines.append(f"{record_tag(screen, seed)}|{' '.join(args)}")
-    return lines
 
 
 def against_best_peer(

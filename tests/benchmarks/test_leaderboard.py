@@ -1,4 +1,4 @@
-"""solo-learn's methods and ours tuned alike (benchmarks/leaderboard.py): the same screens for
+"""solo-learn's methods and ours tuned alike (benchmarks/leaderboard.py, plans.py): the same screens for
 every method, none reading the test set, each training as a user runs it; the pick per method
 by the holdout kNN."""
 
@@ -8,6 +8,7 @@ import shutil
 from collections import Counter
 
 import leaderboard
+import leaderboard_plan as plans
 import pytest
 
 from mvssl_plugin.files import read_csv, write_csv, write_json
@@ -15,20 +16,20 @@ from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG
 
 
 def test_every_method_gets_the_same_six_screens_on_the_split_and_none_reads_the_test_set():
-    screens = leaderboard.screens()
+    screens = plans.screens()
     assert len({s.tag for s in screens}) == len(screens)
     per_method = Counter((s.method.key, s.optimizer) for s in screens)
-    assert set(per_method.values()) == {3} and len(per_method) == 2 * len(leaderboard.METHODS)
+    assert set(per_method.values()) == {3} and len(per_method) == 2 * len(plans.METHODS)
     for s in screens:
         args = s.arguments()
         assert "data.val_path=null" in args and "data.holdout=5000" in args and "max_epochs=3" in args
         assert args[:2] == ["--config-name", s.method.recipe] and args[-1] == f"optimizer.lr={s.lr}"
     byol = {s.lr for s in screens if s.method.key == "byol" and s.optimizer == "lars"}
     assert byol == {"0.5", "1", "2"}  # 0.5x, 1x, 2x what solo-learn ships
-    first = leaderboard.screens("A")
+    first = plans.screens("A")
     assert [s.tag for s in first] == [s.tag for s in screens[: len(first)]] and len(first) == 14
     assert {(s.method.key, s.lr) for s in first} >= {("barlow", "0.3"), ("byol", "1"), ("mabt", "2e-3")}
-    ours = {m.key: m.recipe for m in leaderboard.METHODS if m.ours}
+    ours = {m.key: m.recipe for m in plans.METHODS if m.ours}
     assert ours == {
         "mabt": "speedrun_cpu.yaml",
         "mavicreg": "speedrun_mavicreg_cpu.yaml",
@@ -91,7 +92,7 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
         "simclr-lars-0.8": "B",
         "vicreg-lars-0.3": "A",
     }
-    assert {m: r["tag"] for m, r in leaderboard.picks(rows).items()} == {
+    assert {m: r["tag"] for m, r in plans.picks(rows).items()} == {
         "barlow_twins": "barlow-adam-2e-3",
         "byol": "byol-lars-1",
         "vicreg": "vicreg-lars-0.3",
@@ -99,11 +100,11 @@ def test_the_report_picks_each_methods_best_screen_by_its_last_holdout_knn(tmp_p
 
 
 def _rows(method, knn_by_lr, lars=(30.0, 30.0, 30.0)):
-    m = next(m for m in leaderboard.METHODS if m.key == method)
+    m = next(m for m in plans.METHODS if m.key == method)
     rows = [
         {"tag": f"{method}-adam-{lr}", "optimizer": "adam", "lr": lr, "holdout_knn": k} for lr, k in knn_by_lr.items()
     ]
-    lrs = [f"{m.lars_lr * f:g}" for f in leaderboard.LARS_FACTORS]
+    lrs = [f"{m.lars_lr * f:g}" for f in plans.LARS_FACTORS]
     return rows + [
         {"tag": f"{method}-lars-{lr}", "optimizer": "lars", "lr": lr, "holdout_knn": k} for lr, k in zip(lrs, lars)
     ]
@@ -116,14 +117,14 @@ def test_a_best_adam_screen_at_the_grids_edge_gets_the_next_lr_out_alike_for_eve
     rows += _rows("byol", {"1e-3": 40.0, "2e-3": 37.0})  # six not all run: nothing yet
     rows += _rows("barlow", {"5e-4": 44.0, "1e-3": 41.5, "2e-3": 31.0, "4e-3": 24.0})  # still at the edge
     rows += _rows("mmcr", {"1e-3": 40.0, "2e-3": 37.0, "4e-3": 35.0}, lars=(30.0, 41.0, ""))  # LARS best: Adam's edge
-    edges = leaderboard.edge_screens(rows)
+    edges = plans.edge_screens(rows)
     assert [(s.tag, s.round) for s in edges] == [
         ("barlow-adam-2.5e-4", "C"), ("vicreg-adam-5e-4", "C"), ("mabt-adam-8e-3", "C"), ("mmcr-adam-5e-4", "C"),
     ]  # fmt: skip
     # once screened, the edge is no longer planned, and its tag reads back as the screen it is
-    assert "vicreg-adam-5e-4" not in {s.tag for s in leaderboard.edge_screens(rows + _rows("vicreg", {"5e-4": 40.0}))}
-    assert leaderboard.screen_of("vicreg-adam-5e-4").arguments()[-1] == "optimizer.lr=5e-4"
-    assert leaderboard.screen_of("mabt-adam-2e-3-compiled") is None and leaderboard.screen_of("split-m4") is None
+    assert "vicreg-adam-5e-4" not in {s.tag for s in plans.edge_screens(rows + _rows("vicreg", {"5e-4": 40.0}))}
+    assert plans.screen_of("vicreg-adam-5e-4").arguments()[-1] == "optimizer.lr=5e-4"
+    assert plans.screen_of("mabt-adam-2e-3-compiled") is None and plans.screen_of("split-m4") is None
 
 
 @pytest.mark.slow
@@ -136,7 +137,7 @@ def test_a_screen_trains_as_its_plan_line_says(tag, tiny_cifar, tmp_path, one_th
     data (8 images a class, 2 of them held out) with the plan's own split and null test set."""
     from helpers import run_entry, tiny_overrides
 
-    (screen,) = [s for s in leaderboard.screens() if s.tag == tag]
+    (screen,) = [s for s in plans.screens() if s.tag == tag]
     args = [a if a != "data.holdout=5000" else "data.holdout=6" for a in screen.arguments()]
     args = [a for a in args if not a.startswith("max_epochs")]
     tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
@@ -155,7 +156,7 @@ def test_a_picks_record_trains_on_every_image_reads_the_test_set_and_fills_the_b
         {"tag": "byol-lars-2", "method": "byol", "holdout_knn": "10.0", "train_minutes": "1.0", "diverged_in_epoch": 0},
         {"tag": "mabt-adam-4e-3", "method": "mabt", "holdout_knn": "52.0", "train_minutes": "4.2"},
     ]
-    lines = dict(line.split("|") for line in leaderboard.record_lines(rows))
+    lines = dict(line.split("|") for line in plans.record_lines(rows))
     assert sorted(lines) == ["record-byol-lars-1-s1", "record-byol-lars-1-s2", "record-mabt-adam-4e-3-s1",
                              "record-mabt-adam-4e-3-s2"]  # fmt: skip
     byol = lines["record-byol-lars-1-s2"].split()
@@ -168,7 +169,7 @@ def test_a_picks_record_trains_on_every_image_reads_the_test_set_and_fills_the_b
     assert {"wandb.offline=true", "wandb.project=mvssl-leaderboard", "+wandb.tags=[leaderboard]"} <= set(byol)
     # 60 minutes: the constant lr trains on (1.56 min an epoch: 39 epochs, doubled); the schedule keeps
     # its 30 minutes' epochs, as a longer schedule would not pass through its record
-    longer = dict(line.split("|") for line in leaderboard.record_lines(rows, minutes=60))
+    longer = dict(line.split("|") for line in plans.record_lines(rows, minutes=60))
     assert {"epoch_knn.stop_after_minutes=60", "max_epochs=78"} <= set(longer["record-mabt-adam-4e-3-s2"].split())
     assert longer["record-byol-lars-1-s1"] == lines["record-byol-lars-1-s1"]
 
@@ -285,18 +286,18 @@ def test_a_lever_at_a_records_length_is_the_picks_record_line_on_the_split_with_
         {"tag": "mmcr-lars-0.3", "method": "mmcr", "holdout_knn": "40.0", "train_minutes": "4.5"},
         {"tag": "byol-lars-1", "method": "byol", "holdout_knn": "47.0", "train_minutes": "7.5"},
     ]
-    const, tail = leaderboard.split_lines(rows, "mmcr", minutes=60, tail=20, seed=2)
-    (record,) = [x for x in leaderboard.record_lines(rows, minutes=60) if x.startswith("record-mmcr-adam-8e-3-s2|")]
+    const, tail = plans.split_lines(rows, "mmcr", minutes=60, tail=20, seed=2)
+    (record,) = [x for x in plans.record_lines(rows, minutes=60) if x.startswith("record-mmcr-adam-8e-3-s2|")]
     assert const.split("|")[0] == "split60-mmcr-adam-8e-3-const-s2"
     assert tail.split("|")[0] == "split60-mmcr-adam-8e-3-tail20-s2"
     # the record's arguments, the split held out (the test set still read), the tail the one difference
     extra = set(const.split("|")[1].split()) - set(record.split("|")[1].split())
     assert extra == {"data.holdout=5000", "+wandb.tags=[leaderboard,split60]"}
     assert tail.split("|")[1] == const.split("|")[1] + " ++scheduler.tail_minutes=20"
-    assert leaderboard.split_of("split60-mmcr-adam-8e-3-tail20-s2")[1:] == ("tail20", "2")
-    assert leaderboard.split_of("record-mmcr-adam-8e-3-s2") is None
+    assert plans.split_of("split60-mmcr-adam-8e-3-tail20-s2")[1:] == ("tail20", "2")
+    assert plans.split_of("record-mmcr-adam-8e-3-s2") is None
     with pytest.raises(SystemExit, match="has a schedule"):
-        leaderboard.split_lines(rows, "byol", minutes=60, tail=20, seed=1)
+        plans.split_lines(rows, "byol", minutes=60, tail=20, seed=1)
 
 
 def test_a_lever_at_a_records_length_is_read_on_the_holdout_against_its_constant_twin(tmp_path):
