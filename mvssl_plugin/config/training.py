@@ -61,19 +61,20 @@ def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
     tail = select(cfg, "scheduler.tail_epochs", 0)
     if not is_int(tail) or not 0 <= tail <= max_epochs:
         raise ConfigError(f"scheduler.tail_epochs={tail!r}: must be an integer in [0, max_epochs={max_epochs}]")
-    if tail and scheduler != "none":
-        raise ConfigError(
-            f"scheduler.tail_epochs={tail} decays a constant lr, but scheduler.name={scheduler!r} has its own "
-            "decay: set scheduler.name=none, or scheduler.tail_epochs=0"
-        )
-    check_tail_minutes(cfg, scheduler, tail)
+    check_tail_minutes(cfg, tail)
+    for key in ("tail_epochs", "tail_minutes"):
+        if select(cfg, f"scheduler.{key}", 0) and scheduler != "none":
+            raise ConfigError(
+                f"scheduler.{key}={select(cfg, f'scheduler.{key}')} decays a constant lr, but scheduler.name="
+                f"{scheduler!r} has its own decay: set scheduler.name=none, or scheduler.{key}=0"
+            )
     precision = str(select(cfg, "precision", "32"))
     if precision not in PRECISIONS:
         raise ConfigError(f"precision={precision!r}: choose one of {PRECISIONS}")
     apply_rules(cfg, TRAINING_RULES)
 
 
-def check_tail_minutes(cfg: DictConfig, scheduler: str, tail_epochs: int) -> None:
+def check_tail_minutes(cfg: DictConfig, tail_epochs: int) -> None:
     """``scheduler.tail_minutes``: the last minutes of the time budget
     (``epoch_knn.stop_after_minutes``, whose clock it reads) over which a constant lr falls to zero."""
     minutes = select(cfg, "scheduler.tail_minutes", 0)
@@ -95,11 +96,6 @@ def check_tail_minutes(cfg: DictConfig, scheduler: str, tail_epochs: int) -> Non
     if tail_epochs:
         raise ConfigError(
             f"scheduler.tail_minutes={minutes} and scheduler.tail_epochs={tail_epochs}: choose one tail, the other 0"
-        )
-    if scheduler != "none":
-        raise ConfigError(
-            f"scheduler.tail_minutes={minutes} decays a constant lr, but scheduler.name={scheduler!r} has its own "
-            "decay: set scheduler.name=none, or scheduler.tail_minutes=0"
         )
 
 

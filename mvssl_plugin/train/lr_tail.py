@@ -30,14 +30,20 @@ class LinearTail(Callback):
 
     ``tail_epochs``: the run's last epochs, counted in optimizer steps. ``tail_minutes`` and
     ``budget_minutes``: the last minutes of a time budget, counted on ``clock`` (the run's
-    :class:`TrainClock`, set by ``build_trainer``: evaluation time is off it)."""
+    :class:`TrainClock`: evaluation time is off it)."""
 
-    def __init__(self, tail_epochs: int = 0, tail_minutes: float = 0.0, budget_minutes: Optional[float] = None) -> None:
-        if bool(tail_epochs) == bool(tail_minutes) or (tail_minutes and budget_minutes is None):
-            raise ValueError("give tail_epochs, or tail_minutes with budget_minutes")
+    def __init__(
+        self,
+        tail_epochs: int = 0,
+        tail_minutes: float = 0.0,
+        budget_minutes: Optional[float] = None,
+        clock: Optional[TrainClock] = None,
+    ) -> None:
+        if bool(tail_epochs) == bool(tail_minutes) or (tail_minutes and (budget_minutes is None or clock is None)):
+            raise ValueError("give tail_epochs, or tail_minutes with budget_minutes and the run's clock")
         self.tail_epochs, self.tail_minutes, self.budget_minutes = int(tail_epochs), tail_minutes, budget_minutes
         self.steps = (1, 0)  # (the run's optimizer steps, the tail's), set when training starts
-        self.clock: Optional[TrainClock] = None
+        self.clock = clock
 
     def on_train_start(self, trainer, pl_module) -> None:
         # Lightning's count of the run's optimizer steps (gradient accumulation included), as
@@ -49,9 +55,7 @@ class LinearTail(Callback):
         """``tail_factor``'s (now, end, tail): in optimizer steps, or in training seconds."""
         if not self.tail_minutes:
             return (trainer.global_step, *self.steps)
-        if self.clock is None:
-            raise RuntimeError("LinearTail(tail_minutes=...) needs the run's clock: build_trainer sets it")
-        return self.clock.train_now(), 60.0 * self.budget_minutes, 60.0 * self.tail_minutes  # type: ignore[operator]
+        return self.clock.train_now(), 60.0 * self.budget_minutes, 60.0 * self.tail_minutes  # type: ignore[union-attr,operator]
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         factor = tail_factor(*self.position(trainer))

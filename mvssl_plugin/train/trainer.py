@@ -101,9 +101,8 @@ def build_trainer(
     if select(cfg, "scheduler.tail_epochs", 0):
         callbacks.append(LinearTail(tail_epochs=cfg.scheduler.tail_epochs))
     if select(cfg, "scheduler.tail_minutes", 0):
-        tail = LinearTail(tail_minutes=cfg.scheduler.tail_minutes, budget_minutes=cfg.epoch_knn.stop_after_minutes)
-        tail.clock = run_log
-        callbacks.append(tail)
+        budget = cfg.epoch_knn.stop_after_minutes
+        callbacks.append(LinearTail(tail_minutes=cfg.scheduler.tail_minutes, budget_minutes=budget, clock=run_log))
     # the caller's epoch work (a benchmark's evaluation row) ends before the epoch's checkpoint
     # too: a crash in it then costs the epoch again on resume, not its row forever
     callbacks += list(extra_callbacks)

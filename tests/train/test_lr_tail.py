@@ -52,8 +52,7 @@ def test_counted_in_minutes_the_lr_follows_the_training_clock():
     """A 60-minute budget, its last 20 the tail: the full lr before minute 40, half at 50, none
     in the epoch that runs past the budget."""
     clock = SimpleNamespace(seconds=0.0)
-    tail = LinearTail(tail_minutes=20, budget_minutes=60)
-    tail.clock = SimpleNamespace(train_now=lambda: clock.seconds)
+    tail = LinearTail(tail_minutes=20, budget_minutes=60, clock=SimpleNamespace(train_now=lambda: clock.seconds))
     weight = torch.nn.Parameter(torch.zeros(1))
     optimizer = torch.optim.SGD([{"params": [weight], "lr": 0.1}, {"params": [], "lr": 0.02}])
     seen = []
@@ -66,7 +65,13 @@ def test_counted_in_minutes_the_lr_follows_the_training_clock():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{}, {"tail_minutes": 5}, {"tail_epochs": 2, "tail_minutes": 5, "budget_minutes": 9}]
+    "kwargs",
+    [
+        {},
+        {"tail_minutes": 5},
+        {"tail_minutes": 5, "budget_minutes": 9},
+        {"tail_epochs": 2, "tail_minutes": 5, "budget_minutes": 9},
+    ],
 )
 def test_a_tail_needs_one_length_and_minutes_need_a_budget(kwargs):
     with pytest.raises(ValueError, match="give tail_epochs, or tail_minutes with budget_minutes"):
