@@ -2,7 +2,7 @@
 validation split, never on the test set.
 
     python benchmarks/leaderboard.py plan [--round A|B|C] # one "tag|main_pretrain.py arguments" line a screen
-    python benchmarks/leaderboard.py records [--minutes 60] # each pick's record runs, as plan's lines
+    python benchmarks/leaderboard.py records [--minutes 60 [--tail 20]] # each pick's record runs, as plan's
     python benchmarks/leaderboard.py split --method mmcr [--minutes 60 --tail 20]  # a lever at a record's length
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
@@ -28,7 +28,9 @@ method's test kNN at the end of its records (the mean of its seeds, after about
 (``eval.time_to_accuracy``'s rule). A constant-lr record
 may train on past them (``records --minutes 60``, the 70%-in-60-minutes target): its row and the
 comparison read it ``within`` ``RECORD_MINUTES`` as the shorter run would have stopped, and
-``beyond.csv`` reads all of it.
+``beyond.csv`` reads all of it. With ``--tail 20`` its lr falls to zero over the last 20 of
+them (a tail kept on the split); the tail starts after ``RECORD_MINUTES``, so the first of them
+still read as a constant-lr record.
 
 What 3-epoch screens cannot see, a lever at a record's length (the lr's tail over a time budget's
 last minutes, ``scheduler.tail_minutes``), is tried as ``split`` plans it: a pick's record line with
@@ -58,7 +60,7 @@ from leaderboard_plan import (
     edge_screens,
     picks,
     record_lines,
-    record_tag,
+    record_of,
     screen_of,
     screens,
     split_lines,
@@ -111,11 +113,12 @@ def collect(root: Path, out: Path = OUT) -> List[Path]:
         (str(read_json(f / "args.json").get("name")), f) for f in sorted(p.parent for p in root.rglob("args.json"))
     ]
     tags = [t for t, _ in named] + [p.name for p in (out / "screens").glob("*")]
-    screened = [*screens(), *filter(None, map(screen_of, tags))]
-    records = {record_tag(s, seed) for s in screened for seed in RECORD_SEEDS}
+    screened = {s.tag for s in [*screens(), *filter(None, map(screen_of, tags))]}
     copied, here = [], machine_key(machine())
     for tag, folder in named:
-        kind = "records" if tag in records else "screens" if screen_of(tag) else "split" if split_of(tag) else None
+        of = record_of(tag)
+        kind = "records" if of and of.tag in screened else "screens" if screen_of(tag) else None
+        kind = kind or ("split" if split_of(tag) else None)
         launches = read_json(folder / RUN_LOG, {"launches": []})["launches"]
         finished = bool(launches) and launches[-1].get("finished") and (folder / EPOCH_KNN).is_file()
         diverged = kind == "screens" and diverged_epoch(folder) is not None
@@ -356,6 +359,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     lines = sub.add_parser("records", help="each method's pick as record runs, one 'tag|arguments' line each")
     lines.add_argument("--minutes", type=float, default=RECORD_MINUTES,
                        help="a constant lr's training minutes (its record still reads the first 30)")  # fmt: skip
+    lines.add_argument("--tail", type=float, default=0.0,
+                       help="the constant-lr picks only, their lr falling to zero over the last minutes")  # fmt: skip
     split = sub.add_parser("split", help="a pick at a record's length on the split: constant lr, then with a tail")
     split.add_argument("--method", required=True, choices=[m.key for m in METHODS if m.ours])
     split.add_argument("--minutes", type=float, default=60.0, help="the training minutes of both runs")
@@ -369,7 +374,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for target in collect(args.root):
             print(f"leaderboard: {target}")
     elif args.action == "records":
-        print("\n".join(record_lines(read_csv(OUT / "screens.csv"), args.minutes)))
+        print("\n".join(record_lines(read_csv(OUT / "screens.csv"), args.minutes, args.tail)))
     elif args.action == "split":
         screens_csv = read_csv(OUT / "screens.csv")
         print("\n".join(split_lines(screens_csv, args.method, args.minutes, args.tail, args.seed)))

@@ -129,8 +129,19 @@ def edge_screens(rows: Sequence[Dict[str, object]]) -> List[Screen]:
     return edges
 
 
-def record_tag(screen: Screen, seed: int) -> str:
-    return f"record-{screen.tag}-s{seed}"
+def record_tag(screen: Screen, seed: int, tail: float = 0) -> str:
+    """``record-mmcr-adam-8e-3-s1``, or ``record-mmcr-adam-8e-3-tail20-s1`` with the lr's tail."""
+    return f"record-{screen.tag}{f'-tail{tail:g}' if tail else ''}-s{seed}"
+
+
+def record_of(tag: str) -> Optional[Screen]:
+    """The screen a ``record_tag`` names, with or without a tail, or None."""
+    head, _, seed = tag.rpartition("-s")
+    if not tag.startswith("record-") or not seed.isdigit():
+        return None
+    setting = head[len("record-") :]
+    stem, _, tail = setting.rpartition("-tail")
+    return screen_of(stem if stem and tail.replace(".", "", 1).isdigit() else setting)
 
 
 def split_tag(screen: Screen, minutes: float, tail: float, seed: int) -> str:
@@ -179,18 +190,27 @@ def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
     return best
 
 
-def record_lines(rows: Sequence[Dict[str, object]], minutes: float = RECORD_MINUTES) -> List[str]:
+def record_lines(rows: Sequence[Dict[str, object]], minutes: float = RECORD_MINUTES, tail: float = 0) -> List[str]:
     """``tag|arguments`` of each method's record runs: its pick on all 50,000 training images (the
     speedrun records' data), the test set read after every epoch, seeds 1 and 2, logged to one
     offline wandb project, for ``minutes`` of training. A constant lr stops after the epoch whose
     training clock reaches them (``epoch_knn.stop_after_minutes``); a schedule is fitted to the
     epochs ``RECORD_MINUTES`` hold at the method's fastest screen's pace (the least disturbed by
     other work), scaled from the screens' 45,000 images to 50,000: a longer schedule would not
-    pass through the record."""
+    pass through the record. With ``tail``, only the constant-lr picks, their lr falling to zero
+    over the budget's last ``tail`` minutes; the tail must start at or after ``RECORD_MINUTES`` so
+    that the run's first ``RECORD_MINUTES`` still read as a record at a constant lr."""
+    if tail and minutes - tail < RECORD_MINUTES:
+        raise SystemExit(
+            f"a {tail:g}-minute tail of a {minutes:g}-minute record starts before minute {RECORD_MINUTES:g}, "
+            f"where the records are compared: give --minutes at least {RECORD_MINUTES + tail:g} or a shorter --tail"
+        )
     lines = []
     for method, pick in picks(rows).items():
         screen = screen_of(str(pick["tag"]))
         assert screen is not None, pick
+        if tail and screen.optimizer != "adam":  # a schedule has no constant lr to decay
+            continue
         ran = [r for r in rows if r["method"] == method and r.get("diverged_in_epoch") in ("", None)]
         pace = min(float(r["train_minutes"]) for r in ran) / SCREEN_EPOCHS * TRAIN_IMAGES / (TRAIN_IMAGES - HOLDOUT)
         kept = [a for a in screen.arguments() if a not in SCREEN]
@@ -200,5 +220,6 @@ def record_lines(rows: Sequence[Dict[str, object]], minutes: float = RECORD_MINU
             budget = [f"max_epochs={math.ceil(RECORD_MINUTES / pace)}"]
         for seed in RECORD_SEEDS:
             args = [*kept, *budget, f"seed={seed}", "epoch_knn.enabled=true", *WANDB]
-            lines.append(f"{record_tag(screen, seed)}|{' '.join(args)}")
+            args += [f"++scheduler.tail_minutes={tail:g}"] if tail else []
+            lines.append(f"{record_tag(screen, seed, tail)}|{' '.join(args)}")
     return lines

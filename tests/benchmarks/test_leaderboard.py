@@ -280,6 +280,36 @@ def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tm
     assert rows["record-vicreg-adam-1e-3-s1"]["epochs"] == "3"  # a run stopped at 30 is read whole
 
 
+def test_a_record_with_the_lrs_tail_is_its_constant_record_line_plus_the_tail_and_is_collected_as_a_record(tmp_path):
+    rows = [
+        {"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"},
+        {"tag": "byol-lars-1", "method": "byol", "holdout_knn": "47.0", "train_minutes": "7.5"},
+    ]
+    const = dict(line.split("|") for line in plans.record_lines(rows, minutes=60))
+    tailed = dict(line.split("|") for line in plans.record_lines(rows, minutes=60, tail=20))
+    # a schedule has no constant lr to decay: only the Adam pick gets tailed records
+    assert sorted(tailed) == ["record-mmcr-adam-8e-3-tail20-s1", "record-mmcr-adam-8e-3-tail20-s2"]
+    tail = " ++scheduler.tail_minutes=20"
+    assert tailed["record-mmcr-adam-8e-3-tail20-s2"] == const["record-mmcr-adam-8e-3-s2"] + tail
+    # a tail that starts before minute 30 would spoil the records' comparison there
+    with pytest.raises(SystemExit, match="give --minutes at least 50 or a shorter --tail"):
+        plans.record_lines(rows, minutes=40, tail=20)
+    assert plans.record_of("record-mmcr-adam-8e-3-tail20-s2").tag == "mmcr-adam-8e-3"
+    assert plans.record_of("record-mmcr-adam-8e-3-s1").tag == "mmcr-adam-8e-3"
+    assert plans.record_of("split60-mmcr-adam-8e-3-tail20-s2") is None
+    assert plans.record_of("record-mmcr-adam-8e-3-tail20") is None
+    runs = tmp_path / "runs"  # a record of a setting on the screens' grid (out/ has no screens here)
+    _record(runs, "record-mmcr-adam-4e-3-tail20-s1", "mmcr", [50.0, 58.0, 63.0, 66.0, 68.0, 70.5], 10.0, stop=60)
+    (copied,) = leaderboard.collect(runs, out=tmp_path / "out")
+    assert copied.parent.parent.name == "records"
+    leaderboard.report_records(out=tmp_path / "out", pages=[], headline=[])
+    ((_, row),) = {r["run"]: r for r in read_csv(tmp_path / "out" / "records.csv")}.items()
+    # its setting names the tail; its record row reads the first 30 minutes, before the tail starts at 40
+    assert (row["setting"], row["epochs"], row["final_knn"]) == ("mmcr-adam-4e-3-tail20", "3", "63.0")
+    (beyond,) = read_csv(tmp_path / "out" / "beyond.csv")
+    assert (beyond["final_knn"], beyond["min_to_70"]) == ("70.5", "60.0")
+
+
 def test_a_lever_at_a_records_length_is_the_picks_record_line_on_the_split_with_and_without_it():
     rows = [
         {"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"},
