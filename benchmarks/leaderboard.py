@@ -277,6 +277,17 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: S
     return table
 
 
+def keep_verdict(gains: Sequence[float], seeds: int = len(RECORD_SEEDS)) -> str:
+    """The lever rule: kept where it helps (a gain above zero on the holdout) on each of ``seeds`` seeds."""
+    if len(gains) < seeds:
+        return f"{len(gains)} of {seeds} seeds run: not decided"
+    helps = sum(g > 0 for g in gains)
+    mean = f"mean {sum(gains) / len(gains):+.2f} points"
+    if helps == len(gains):
+        return f"kept: it helps on all {len(gains)} seeds ({mean})"
+    return f"not kept: it helps on {helps} of {len(gains)} seeds ({mean})"
+
+
 def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
     """``split.csv`` and ``split.md`` in ``out`` from ``out/split/<machine_key>``: per CPU kind, each
     run of a lever at a record's length read on the holdout split (the test set's kNN beside it,
@@ -302,12 +313,15 @@ def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
                      f"{float(r['test_knn']):.2f}"]  # fmt: skip
             lines.append("| " + " | ".join(map(str, cells)) + " |")
         lines.append("")
+        gains: Dict[Tuple[str, str], List[float]] = {}
         for r in rows:
             twin = [c for c in rows if (c["setting"], c["seed"], c["lever"]) == (r["setting"], r["seed"], "const")]
             if r["lever"] != "const" and twin:
                 gain = float(r["final_knn"]) - float(twin[0]["final_knn"])
+                gains.setdefault((str(r["setting"]), str(r["lever"])), []).append(gain)
                 lines.append(f"- {r['setting']}, seed {r['seed']}: {r['lever']} against the constant lr, at the end on "
                              f"the holdout: {gain:+.2f} points")  # fmt: skip
+        lines += [f"- {lever} on {setting}: {keep_verdict(seen)}" for (setting, lever), seen in gains.items()]
         lines.append("")
         everything += rows
     write_csv(out / "split.csv", everything)

@@ -348,3 +348,11 @@ def test_a_lever_at_a_records_length_is_read_on_the_holdout_against_its_constant
     # the holdout decides (+1.50); the test set's 70.00 is shown beside it, not used
     assert "| mmcr-adam-8e-3 | tail20 | 1 | 3 | 60.0 | 69.00 | 20.0 | 40.0 | - | 70.00 |" in table
     assert "- mmcr-adam-8e-3, seed 1: tail20 against the constant lr, at the end on the holdout: +1.50 points" in table
+    assert "- tail20 on mmcr-adam-8e-3: 1 of 2 seeds run: not decided" in table
+
+
+def test_a_lever_is_kept_only_where_it_helps_on_every_one_of_two_seeds():
+    assert leaderboard.keep_verdict([1.5]) == "1 of 2 seeds run: not decided"
+    assert leaderboard.keep_verdict([1.5, 0.25]) == "kept: it helps on all 2 seeds (mean +0.88 points)"
+    assert leaderboard.keep_verdict([1.5, -0.5]) == "not kept: it helps on 1 of 2 seeds (mean +0.50 points)"
+    assert leaderboard.keep_verdict([0.0, 0.0]).startswith("not kept: it helps on 0 of 2")
