@@ -21,6 +21,11 @@ sharing one process with the eager setting, the compiled step of ``speedrun_mavi
 timed 0.174-0.180 s against eager's 0.218-0.219; each in its own process, 0.195-0.199 s against
 0.220-0.224, which is what the recipe's own run gets (the AMX Xeon, 2026-12-03; docs/performance.md).
 
+Beside each median: the model step's FLOPs (forward and backward, counted once per m by
+``step_accounting.flops_by_op``) over the whole step's seconds, and that rate's share of this
+CPU's peak for the setting's precision (``step_accounting.peak``: the arithmetic is printed; the
+clock is /proc/cpuinfo's). Data, loss and Lightning count as time but not as FLOPs.
+
 ``--profile`` prints, per setting, the operators that take the most time over a few steps
 (torch.profiler): where a setting gains or loses.
 """
@@ -35,6 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+from step_accounting import cpu_facts, flops_by_op, peak, recipe_step  # noqa: E402
 from step_clock import in_fresh_process, quiet, run_setting  # noqa: E402
 
 #: (label, overrides): what is compared
@@ -73,6 +79,8 @@ def main() -> None:
         f"torch {torch.__version__}; ATen {isa}; DNNL_MAX_CPU_ISA={os.environ.get('DNNL_MAX_CPU_ISA', '-')}; "
         f"precision auto would pick: {cpu_precision()}; every setting with {args.set or 'the recipe as it is'}"
     )
+    fp32_peak, bf16_peak, how = peak(cpu_facts())
+    print(f"peak: {how}")
     settings = [s for s in SETTINGS if not args.only or s[0] in args.only]
     out = Path(tempfile.mkdtemp())
     for m in args.views:
@@ -85,15 +93,20 @@ def main() -> None:
                     print(f"\n### m = {m}, {label}")
                 setting = (overrides + args.set + [f"data.num_views={m}"], args.steps, out, args.profile, args.recipe)
                 times[label] += in_fresh_process(run_setting, *setting) if args.isolate else run_setting(*setting)
-        print(f"\n## {args.recipe}, m = {m}, width-16 ResNet-18, {torch.get_num_threads()} threads")
-        print("| setting | s / step (median) | views / s | x first setting |")
-        print("|---|---|---|---|")
+        flops = sum(flops_by_op(recipe_step([*args.set, f"data.num_views={m}"], args.recipe)).values())
+        print(f"\n## {args.recipe}, m = {m}, width-16 ResNet-18, {torch.get_num_threads()} threads, "
+              f"{flops / 1e9:.1f} GFLOP a model step")  # fmt: skip
+        print("| setting | s / step (median) | views / s | x first setting | GFLOP/s | share of peak |")
+        print("|---|---|---|---|---|---|")
         base = None
         for label, _ in settings:
             step = statistics.median(times[label])
             views = 128 * m / step
             base = base or views
-            print(f"| {label} | {step:.3f} | {views:.0f} | {views / base:.2f} |", flush=True)
+            rate = flops / step
+            share = rate / (bf16_peak if label.startswith("bf16") else fp32_peak)
+            print(f"| {label} | {step:.3f} | {views:.0f} | {views / base:.2f} | {rate / 1e9:.0f} | {share:.1%} |",
+                  flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Tuple
+from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 #: FLOPs per cycle per core of one FMA-capable vector pipe pair, by what the CPU has (see ``peak``)
@@ -79,7 +79,7 @@ def peak(facts: Dict[str, object]) -> Tuple[float, float, str]:
     return cores * hz * fp32, cores * hz * bf16, how
 
 
-def build(overrides: List[str]):
+def build(overrides: List[str], recipe: str = "speedrun_cpu.yaml"):
     """The recipe's method on the CPU, in its precision and memory format, and its precision."""
     import contextlib
     import io
@@ -91,9 +91,7 @@ def build(overrides: List[str]):
 
     with contextlib.redirect_stdout(io.StringIO()):
         cfg, model = build_pretrain_model(
-            compose_recipe(
-                "speedrun_cpu.yaml", "pretrain", ["data.val_path=null", "epoch_knn.enabled=false", *overrides]
-            )
+            compose_recipe(recipe, "pretrain", ["data.val_path=null", "epoch_knn.enabled=false", *overrides])
         )
     return cfg, model.to(memory_format=torch.channels_last), "bf16" in str(cfg.precision)
 
@@ -122,12 +120,12 @@ class RecipeStep(NamedTuple):
         one_step(self.model, self.views, self.optimizer, self.bf16)
 
 
-def recipe_step() -> RecipeStep:
+def recipe_step(overrides: Sequence[str] = (), recipe: str = "speedrun_cpu.yaml") -> RecipeStep:
     """The recipe's model, random views of its batch and its Adam (fused, as a run's is:
     ``config.hardware.choose_optimizer_path``), built once for every measurement of a sitting."""
     import torch
 
-    cfg, model, bf16 = build([])
+    cfg, model, bf16 = build(list(overrides), recipe)
     views = [
         torch.randn(int(cfg.optimizer.batch_size), 3, 32, 32).contiguous(memory_format=torch.channels_last)
         for _ in range(int(cfg.data.num_views))
@@ -137,13 +135,18 @@ def recipe_step() -> RecipeStep:
     return RecipeStep(cfg, model, views, optimizer, bf16)
 
 
-def account(step: RecipeStep, steps: int) -> Dict[str, object]:
+def flops_by_op(step: RecipeStep) -> Dict[str, int]:
+    """FLOPs of one model step (forward and backward) by aten operator, as torch counts them."""
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
     with counter:
         step()
-    by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    return {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+
+
+def account(step: RecipeStep, steps: int) -> Dict[str, object]:
+    by_op = flops_by_op(step)
     for _ in range(3):
         step()
     times = []
