@@ -189,6 +189,16 @@ def memory_format_notice(cfg: DictConfig, model) -> Optional[str]:
     )
 
 
+def training_layout(cfg: DictConfig, model):
+    """The model laid out as :func:`fit` trains it: contiguous parameters, then channels-last unless
+    :func:`memory_format_notice` (or the config) turns it off. Returns ``(model, notice or None)``."""
+    make_contiguous(model)
+    notice = memory_format_notice(cfg, model)
+    if not cfg.performance.disable_channel_last:
+        model = model.to(memory_format=torch.channels_last)
+    return model, notice
+
+
 def fit(
     cfg: DictConfig,
     model,
@@ -206,12 +216,9 @@ def fit(
     Raises:
         Interrupted: after a SIGINT/SIGTERM (or SLURM's SIGUSR1) stopped the training (train/signals.py).
     """
-    make_contiguous(model)
-    notice = memory_format_notice(cfg, model)
+    model, notice = training_layout(cfg, model)
     if notice:
         print(f"mvssl: {notice}")
-    if not cfg.performance.disable_channel_last:
-        model = model.to(memory_format=torch.channels_last)
     if resume is None:
         resume = resume_checkpoint(cfg, run_kind, notify=lambda text: print(f"mvssl: {text}"))
     ckpt_path, wandb_run_id = resume

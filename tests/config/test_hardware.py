@@ -233,17 +233,15 @@ def test_the_path_a_cpu_recipe_picks_gives_the_plain_fp32_paths_loss_and_gradien
 
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.train.pretrain import build_pretrain_model
-    from mvssl_plugin.train.trainer import memory_format_notice
+    from mvssl_plugin.train.trainer import training_layout
 
     overrides = [f"data.train_path={tiny_cifar['train']}", f"data.val_path={tiny_cifar['test']}",
                  f"checkpoint.dir={tmp_path}", "auto_resume.enabled=false", "accelerator=cpu"]  # fmt: skip
     cfg, fast = build_pretrain_model(compose_recipe(recipe, "pretrain", overrides), notify=lambda _: None)
     plain = copy.deepcopy(fast)
-    memory_format_notice(cfg, fast)
+    fast, _ = training_layout(cfg, fast)  # as fit lays it out
     channels_last = not cfg.performance.disable_channel_last
     bf16 = cfg.precision == "bf16-mixed"
-    if channels_last:
-        fast = fast.to(memory_format=torch.channels_last)
     generator = torch.Generator().manual_seed(0)
     views = [torch.randn(32, 3, 32, 32, generator=generator) for _ in range(cfg.data.num_large_crops)]
     targets = torch.randint(0, 10, (32,), generator=generator)
