@@ -1,25 +1,17 @@
-"""The speedrun's clock: what ``--step-times`` times (every setting's step beside the claims
-baseline's, alternating within each round, into ``steps.csv``), and each setting's seconds per
-step on a named machine from those rows and the claims grid's: measured there, the claims grid's
-same step, or a ratio measured elsewhere times its anchor's step there (``StepTime.basis`` says
-which). The report's time is steps x these seconds, never a run's own wall-clock."""
+"""The speedrun's modelled clock: each setting's seconds per step on a named machine, from the
+step times the retired speedrun harness measured (``steps.csv``: every setting's step beside the
+claims baseline's, alternating within each round) and the claims grid's: measured there, the
+claims grid's same step, or a ratio measured elsewhere times its anchor's step there
+(``StepTime.basis`` says which). The report's time is steps x these seconds, never a run's own
+wall-clock."""
 
 from __future__ import annotations
 
 import statistics
-import tempfile
-import time
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Dict, Iterable, Optional, Sequence
 
-from claims import clocks
-from claims.grid import Point, Scale, step_overrides
-from speedrun_settings import BASELINE, FULL_SIDE, REFERENCE, SCREEN_EPOCHS, SETTINGS, STEPS, Setting
-from step_clock import quiet, run_setting
-
-from mvssl_plugin.config.hardware import cpu_precision
-from mvssl_plugin.files import read_csv, write_csv
+from speedrun_settings import BASELINE, FULL_SIDE, REFERENCE, SETTINGS, Setting
 
 
 @dataclass(frozen=True)
@@ -30,76 +22,6 @@ class StepTime:
     machine: str
     precision: str
     basis: str  # measured | claims grid's step | ratio to the baseline measured on <machine>
-
-
-def timed_points(scale: Scale, only: Optional[Sequence[str]] = None) -> Dict[str, Point]:
-    """What ``--step-times`` times, by ``steps.csv``'s name: the claims baseline, then every
-    setting (or the ``only`` ones) at its screen; a resolution ramp as one point per side below
-    the full one (``side_tag``), with the recipe beside it for the full side. Without ``only``, a
-    setting whose step an earlier one's stands for (``same_step``) is not timed again."""
-    baseline = replace(BASELINE, width=scale.width, scale_width=scale.width)
-    wanted = set(only or SETTINGS)
-    if any(SETTINGS[t].ramp() is not None for t in wanted if t in SETTINGS):
-        wanted.add(REFERENCE)  # a ramp's full side, in the same rounds
-    chosen: Dict[str, Setting] = {}
-    for tag, s in SETTINGS.items():
-        if tag in wanted and (only or not any(same_step(o, s) for o in chosen.values())):
-            chosen[tag] = s
-    timed: Dict[str, Point] = {"baseline": baseline}
-    for tag, s in chosen.items():
-        point = s.point(SCREEN_EPOCHS, scale)
-        if s.ramp() is None:
-            timed[tag] = point
-            continue
-        # a ramp's step changes with the epoch: each side below the full one is timed on its own
-        # (the full side's step is the recipe's, the same work), ``step_times_on`` averages them
-        fixed = tuple(o for o in point.extra if not o.startswith("+memory.resolution."))
-        for side in sorted(set(s.sides(s.screen_epochs)) - {FULL_SIDE}):
-            timed[side_tag(tag, side)] = replace(point, extra=(*fixed, f"augmentations.0.crop_size={side}"))
-    return timed
-
-
-def measure_step_times(scale: Scale, rounds: int, steps: int, only: Optional[Sequence[str]] = None) -> List[dict]:
-    """Seconds per step of every setting (or of the ``only`` ones) and of the claims baseline,
-    alternating within each round on this machine (run it alone); appends them to ``steps.csv``
-    as one round (one ``date``): earlier rounds stay, so a ratio to an anchor pairs two rows of
-    the same round (``step_times_on``), and the latest row of a setting is its measured step."""
-    import torch  # local: --list and --report need no torch
-
-    quiet()
-    timed = timed_points(scale, only)
-    times: Dict[str, List[float]] = {tag: [] for tag in timed}
-    out = Path(tempfile.mkdtemp())
-    for round_ in range(rounds):
-        for tag, point in timed.items():
-            recipe, extra = step_overrides(scale, point)
-            times[tag] += run_setting(extra, steps, out, False, recipe=recipe, fraction=0.2)
-            print(f"speedrun: step times, round {round_ + 1}/{rounds}: {tag}", flush=True)
-    machine, made, base = (
-        clocks.cpu_description(scale.accelerator),
-        clocks.commit(),
-        statistics.median(times["baseline"]),
-    )
-    stamp = time.strftime("%Y-%m-%d %H:%M")
-    rows = [
-        {
-            "setting": tag,
-            "s_per_step": round(statistics.median(times[tag]), 4),
-            "ratio_to_baseline": round(statistics.median(times[tag]) / base, 4),
-            "steps": len(times[tag]),
-            "precision": cpu_precision()[0],
-            "threads": torch.get_num_threads(),
-            "cpu": machine,
-            "commit": made,
-            "date": stamp,
-        }
-        for tag in timed
-    ]
-    for r in rows:  # printed first: the measurement is not lost to a failed write
-        print(f"| {r['setting']} | {r['s_per_step']} s | {r['ratio_to_baseline']}x the baseline |", flush=True)
-    scale.out.mkdir(parents=True, exist_ok=True)
-    write_csv(scale.out / STEPS, read_csv(scale.out / STEPS) + rows)
-    return rows
 
 
 def side_tag(tag: str, side: int) -> str:

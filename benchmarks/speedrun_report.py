@@ -1,7 +1,12 @@
 """The speedrun's report, from its CSVs only: records.csv, levers.csv, peer.csv, summary.md and
 the plot in its results folder, and the records and levers tables for readers in docs/speedrun.md.
 
-    python benchmarks/speedrun.py --report
+    python benchmarks/speedrun_report.py [--results FOLDER]
+
+The modelled-clock speedrun's runs are finished: their CSVs in ``results/speedrun/`` are all it
+reads. The harness that trained them (``speedrun.py``) was retired once every run of its plan was
+done and the records moved to the runs' own clocks (``own_clock.py``, ``leaderboard.py``); it is
+at commit 4a67e15 (``git checkout 4a67e15`` trains its runs again).
 
 Time is steps x the setting's seconds per step on a named machine (never a run's own
 wall-clock, which shares the machine with whatever else ran): measured side by side with the
@@ -14,6 +19,7 @@ writes them, and sets the rows out as markdown tables and a plot.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -66,8 +72,8 @@ def peer_lines(rows: Sequence[dict]) -> List[str]:
 #: the docs (the README's headline table is the runs' own clock: own_clock.py)
 README = REPO / "docs" / "speedrun.md"
 LEVERS_DOC = REPO / "docs" / "speedrun.md"
-RECORDS_START = "<!-- speedrun records: made by `python benchmarks/speedrun.py --report` from its CSVs -->"
-LEVERS_START = "<!-- speedrun levers: made by `python benchmarks/speedrun.py --report` from its CSVs -->"
+RECORDS_START = "<!-- speedrun records: made by `python benchmarks/speedrun_report.py` from its CSVs -->"
+LEVERS_START = "<!-- speedrun levers: made by `python benchmarks/speedrun_report.py` from its CSVs -->"
 END = "<!-- end of the speedrun table -->"
 
 
@@ -98,7 +104,7 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     if untimed:
         untimed_block = [
             "",
-            "Screened, but a step not timed yet (`--step-times --only ...`): the difference at equal",
+            "Screened, but a step not timed: the difference at equal",
             "epochs, which is equal seconds only where the two steps cost the same.",
             "",
             *untimed_table(untimed),
@@ -114,7 +120,7 @@ def report(out: Path = OUT, readme: Optional[Path] = README, levers_doc: Optiona
     lines = [
         "# Speedrun: time to accuracy on a CPU",
         "",
-        "Made by `python benchmarks/speedrun.py --report` from `curves.csv`, `results.csv` and",
+        "Made by `python benchmarks/speedrun_report.py` from `curves.csv`, `results.csv` and",
         "`steps.csv` (and the claims grid's `step_times.csv`). All of CIFAR-10, the width-16",
         "ResNet-18, backbone kNN (k = 20, cosine) on all 10,000 test images after every epoch;",
         "time = steps x the setting's step time on the named machine (`basis`: how it was timed).",
@@ -288,3 +294,14 @@ def plot(lines: Sequence[Tuple[str, List[dict], float]], path: Path, machine: st
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=Path, default=OUT, help="the speedrun's results folder")
+    args = parser.parse_args(argv)
+    report(args.results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,18 +1,18 @@
-"""What the speedrun runs: its settings (a recipe and its Hydra overrides each), the levers
-that compare two of them, the plan (the order its runs start in), the claims grid's runs that
-are a setting's training, and what a run's name says. Nothing here reads a run's state or
-times a step; ``speedrun.py``'s docstring says how the speedrun works."""
+"""What the modelled-clock speedrun ran: its settings (a recipe and its Hydra overrides each), the
+levers that compare two of them, and what a run's name says; ``speedrun_report.py`` reads its
+finished runs with them, ``lever_split.py`` screens the levers again on the validation split.
+Nothing here reads a run's state or times a step."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from claims.grid import BASE_EPOCHS, RESULTS_ROOT, SCALES, Point, Scale, override_key
+from claims.grid import BASE_EPOCHS, RESULTS_ROOT, SCALES, Point, override_key
 
 from mvssl_plugin.data.resolution import ResolutionRamp
 
-#: the speedrun's results folder on the CPU (``--scale gpu``: ``speedrun_gpu`` beside it)
+#: the speedrun's results folder
 OUT = RESULTS_ROOT / "speedrun"
 #: the speedrun's step times (per setting; the claims grid's step_times.csv is per grid step)
 STEPS = "steps.csv"
@@ -26,18 +26,14 @@ SCREEN_LR = 5e-4
 REFERENCE = "lr5e-4"
 #: the setting ``speedrun_cpu.yaml`` is (its lr: a test composes both): the record the README shows first
 RECIPE_SETTING = "lr2e-3"
-#: the recipe's epochs: 30 minutes of training at the bf16 EPYC's step (0.2469 s x 390 steps)
-RECORD_EPOCHS = 18
-#: the 2-hour target's epochs: 74 x 390 steps at the bf16 EPYC's 0.2469 s are 119 minutes
-LONG_EPOCHS = 74
 #: the peer's epochs (solo-learn's recipe is written for 1000; the claims baseline's 20)
 PEER_EPOCHS = 20
 #: each lever's screening budget (a fitted schedule of this many epochs)
 SCREEN_EPOCHS = 3
 #: the recipe's view side (CIFAR-10's 32 px crops): a resolution ramp's full size
 FULL_SIDE = 32
-#: the speedrun's batch on a CPU, and on a GPU (``--scale gpu``)
-CPU_BATCH, GPU_BATCH = 128, 512
+#: the speedrun's batch
+CPU_BATCH = 128
 #: the claims baseline (2 views, d = 2048, fixed beta): every step is timed beside it
 BASELINE = Point("mabt", 2, 2048, "fixed", 1.0, BASE_EPOCHS, ("views",), True)
 
@@ -61,7 +57,6 @@ class Setting:
     anchor: str = REFERENCE  # where its step is only a ratio: the setting it is timed against (step_times_on)
     screen_epochs: int = SCREEN_EPOCHS  # its screen's epochs (a cheaper epoch may screen more of them)
     tail: Optional[float] = None  # scheduler.tail_epochs, a fraction of the run's epochs: a constant lr's decay
-    twin: Optional[str] = None  # the constant setting a tail run is until its tail (it goes on from its checkpoint)
 
     def tail_epochs(self, epochs: int) -> int:
         """The run's last epochs in which its lr falls linearly to zero (0: none)."""
@@ -76,14 +71,12 @@ class Setting:
         ramp = self.ramp()
         return [FULL_SIDE] * epochs if ramp is None else ramp.sides(epochs)
 
-    def screen(self, scale: Scale = SCALES["cpu"]) -> Point:
+    def screen(self) -> Point:
         """Its screen run."""
-        return self.point(self.screen_epochs, scale)
+        return self.point(self.screen_epochs)
 
-    def point(self, epochs: int, scale: Scale = SCALES["cpu"]) -> Point:
-        """The run at ``epochs`` on ``scale``: on a GPU, the ResNet-18 (width 64) at batch 512
-        (solo-learn scales the lr with it), the rest as on the CPU. Its name is the same on
-        every scale (``<tag>-e<epochs>-s<seed>``)."""
+    def point(self, epochs: int) -> Point:
+        """The run at ``epochs`` (named ``<tag>-e<epochs>-s<seed>``)."""
         extra = list(self.overrides)
         if self.recipe == RECIPE and not any(override_key(o) == "optimizer.lr" for o in extra):
             extra.insert(0, f"optimizer.lr={SCREEN_LR:g}")
@@ -93,15 +86,12 @@ class Setting:
             extra.append(f"+memory.resolution.start={self.resolution_start}")
         if self.tail is not None:
             extra.append(f"++scheduler.tail_epochs={self.tail_epochs(epochs)}")
-        if scale.name == "gpu" or self.batch_factor != 1:
-            batch = GPU_BATCH if scale.name == "gpu" else CPU_BATCH
-            extra.append(f"optimizer.batch_size={round(batch * self.batch_factor)}")
-        width = round(scale.width * self.width_factor)
+        if self.batch_factor != 1:
+            extra.append(f"optimizer.batch_size={round(CPU_BATCH * self.batch_factor)}")
+        width = round(SCALES["cpu"].width * self.width_factor)
         return Point(
             self.method, self.m, self.d, "rule", 1.0, epochs, ("speedrun",), False,
-            width=width, scale_width=scale.width, tag=self.tag, recipe=self.recipe, extra=tuple(extra),
-            # a schedule, a ramp and a tail are fitted to the epochs: a shorter run is no prefix
-            extendable=self.warmup is None and self.resolution_start is None and self.tail is None,
+            width=width, scale_width=SCALES["cpu"].width, tag=self.tag, recipe=self.recipe, extra=tuple(extra),
         )  # fmt: skip
 
 
@@ -145,13 +135,12 @@ SETTINGS = {
                 warmup=None, grid_step=True),
         Setting("lr2e-3-tail", "speedrun_cpu.yaml's constant lr 2e-3, then linear to zero over the last 20% "
                 "of the epochs (scheduler.tail_epochs)", overrides=("optimizer.lr=2e-3",), warmup=None,
-                grid_step=True, tail=0.2, twin="lr2e-3"),
+                grid_step=True, tail=0.2),
         Setting("lars", "LARS with solo-learn's Barlow Twins settings (lr 0.3, wd 1e-4, eta 0.02), warm-up + cosine",
                 overrides=LARS),
         Setting("mixres", "2 views at 32 px + 2 at 16 px", m=4, warmup=None,
                 overrides=("augmentations=cifar_multicrop", "data.num_views=4", "+data.num_small_views=2")),
-        # the claims grid's m = 4, m = 8 and d = 64 runs are these trainings (``CLAIMS_IMPORTS``): imported,
-        # not trained again
+        # the claims grid's m = 4, m = 8 and d = 64 runs were these trainings: their screens are the grid's first epochs
         Setting("m4", "4 views at 32 px", m=4, overrides=("data.num_views=4",), warmup=None, grid_step=True),
         Setting("m8", "8 views at 32 px", m=8, overrides=("data.num_views=8",), warmup=None, grid_step=True),
         Setting("d64", "projector d = 64 (beta by the rule)", overrides=("method_kwargs.proj_output_dim=64",),
@@ -221,62 +210,10 @@ LEVERS = (
     Lever("beta", "beta2x", REFERENCE, "beta's constant 6.6 vs 3.3"),
     Lever("the peer", "peer", RECIPE_SETTING, "solo-learn's barlow_twins recipe vs ours, same epochs"),
 )
-#: the order runs are started in: the levers' first seeds (short; the peer's screen too, which
-#: fits a session where its full run does not and is too large to carry), the record and the
-#: peer, then the second seeds
+#: the levers' screens, in the order they ran
 SCREEN = (REFERENCE, "m4", "m8", "d64", "cos-lr5e-4", "cos-lr1e-3", "lars", "peer", "cos-lr2e-3", "lr1e-3", "mixres",
           "cos-lr4e-3", "d128", "w24", "b256", "crop0.2", "beta2x", "ramp", "ramp-lr1e-3", "lr2e-3",
           "lr4e-3", "jitter0.5")  # fmt: skip
-
-
-#: settings whose screen beat the reference's at equal seconds, on two seeds: each runs the record's epochs
-#: too (a constant lr: it goes on from its screen's checkpoint where that is on the machine). lr 2e-3
-#: beat lr 1e-3 on both seeds (47.41 / 47.61 against 45.58 / 46.13), so lr 1e-3 runs no record; its
-#: 18-epoch runs beat the reference's on both seeds (61.55 / 61.52 against 55.41 / 54.15): the yaml took it
-RECORD_CANDIDATES = ("lr2e-3",)
-#: the 2-hour target's runs with an lr tail (``Setting.tail``), beside their constant twins' (a constant lr's
-#: kNN flattens late: docs/speedrun.md); each goes on from its twin's checkpoint at the tail's start
-#: (``--from-twin``), or trains from scratch
-TAIL_CANDIDATES = ("lr2e-3-tail",)
-#: settings whose first screen beat the reference's: their second seed runs before the records, so a
-#: gain within the seeds' spread (the reference's 3-epoch screens differ by 0.16 points) is seen as such
-CONFIRM = ("lr1e-3", "ramp", "lr2e-3")
-
-
-#: the claims grid's run of the reference's training (2 views, d = 256, the rule, Adam at a constant 5e-4, all
-#: of CIFAR-10): without a schedule its first epochs are the reference's screen and record, not trained again
-CLAIMS_CONST = Point("mabt", 2, 256, "rule", 1.0, BASE_EPOCHS, ("projector", "data"), True)
-#: the claims grid's runs that are a speedrun setting's training (the same composed config but its
-#: name and folder): setting -> (the grid's point, the setting's epochs taken from it)
-CLAIMS_IMPORTS = {
-    REFERENCE: (CLAIMS_CONST, (SCREEN_EPOCHS, RECORD_EPOCHS)),
-    "m4": (Point("mabt", 4, 256, "rule", 1.0, BASE_EPOCHS, ("views",), True), (SCREEN_EPOCHS,)),
-    "m8": (Point("mabt", 8, 256, "rule", 1.0, 10, ("views",), True), (SCREEN_EPOCHS,)),
-    "d64": (Point("mabt", 2, 64, "rule", 1.0, BASE_EPOCHS, ("projector",), True), (SCREEN_EPOCHS,)),
-}
-
-
-def plan(scale: Scale) -> List[Tuple[Point, int]]:
-    """(point, seed) in the order runs are started (``SCREEN``'s docstring); the second seeds
-    of ``CONFIRM``'s screens, then each record candidate at the record's epochs beside the
-    reference's, the other second seeds, and last each candidate at the 2-hour target's
-    epochs (a constant lr: it goes on from its 18-epoch run; about 8 more hours on a 2-core AVX2 CPU)."""
-    screens = [SETTINGS[t].screen(scale) for t in SCREEN]
-    confirm = [(SETTINGS[t].screen(scale), 2) for t in CONFIRM]
-    records = [SETTINGS[t].point(RECORD_EPOCHS, scale) for t in (REFERENCE, *RECORD_CANDIDATES)]
-    peer = SETTINGS["peer"].point(PEER_EPOCHS, scale)
-    full = [(p, seed) for seed in (1, 2) for p in (*records, peer)]
-    later = [(p, 2) for p in screens if (p, 2) not in confirm]
-    long = [(SETTINGS[t].point(LONG_EPOCHS, scale), seed) for seed in (1, 2) for t in RECORD_CANDIDATES]
-    long += [(SETTINGS[t].point(LONG_EPOCHS, scale), seed) for seed in (2, 1) for t in TAIL_CANDIDATES]
-    return [(p, 1) for p in screens] + confirm + full + later + long
-
-
-def find(scale: Scale, name: str) -> Tuple[Point, int]:
-    for point, seed in plan(scale):
-        if point.name(seed) == name:
-            return point, seed
-    raise SystemExit(f"{name}: not a run of the speedrun (see --list)")
 
 
 def recipe_words(tag: str) -> str:

@@ -1,6 +1,5 @@
 """The claims harness: the grid of runs that decide the paper's claims on CIFAR-10, and the
-machinery that runs it in resumable pieces (``benchmarks/cpu_claims.py`` is its command line;
-``benchmarks/speedrun.py`` runs its own plan with it).
+machinery that runs it in resumable pieces (``benchmarks/cpu_claims.py`` is its command line).
 
 One module per concern, imports pointing down this list:
 
@@ -14,12 +13,10 @@ One module per concern, imports pointing down this list:
 - :mod:`claims.plots`: the report's plots;
 - :mod:`claims.report`: summary.md and the README's claims table from the CSVs;
 - :mod:`claims.runner`: running the grid: the child process, resume, going on from a shorter
-  run or from another run's checkpoint, carrying a stopped run to another machine (the newest
+  run, carrying a stopped run to another machine (the newest
   complete checkpoint, copied into ``carry/``), the budget;
-- :mod:`claims.cli`: what the harnesses' command lines share: the budget, ``--until``, pauses,
+- :mod:`claims.cli`: the command line's run options: the budget, ``--until``, pauses,
   the data, the child's option, and running a plan within the budget;
 - :mod:`claims.epoch_eval`: the child's per-epoch kNN and clocks, a Lightning callback (only the
   child imports it, and with it torch and Lightning).
-- :mod:`claims.keep`: the child's copies of its checkpoint at chosen epochs, a Lightning callback
-  (a speedrun tail run goes on from its twin's: :func:`claims.runner.go_on_from`).
 """

@@ -1,13 +1,12 @@
-"""What the grid's command lines share (``cpu_claims.py``, ``speedrun.py``): the options that
-run a plan in resumable pieces within a budget, and the steps every harness takes with them.
-Each harness adds its own options (what its plan is, its report) and dispatches on them."""
+"""``cpu_claims.py``'s options that run the grid in resumable pieces within a budget, and the
+steps it takes with them; ``cpu_claims.py`` adds its own (the list, the report) and dispatches."""
 
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from step_clock import cifar_root
 
@@ -72,15 +71,13 @@ def run_budget(
     script: Path,
     args: argparse.Namespace,
     until: Optional[float],
-    prepare: Optional[Callable[[Point, int], None]] = None,
 ) -> None:
     """The plan's next runs within ``--budget-min`` / ``--until``, with this process group's id
-    in ``--pgid-file`` while they run (the pause scripts stop and continue that group);
-    ``prepare`` as in :func:`runner.run_grid`."""
+    in ``--pgid-file`` while they run (the pause scripts stop and continue that group)."""
     if args.pgid_file is not None:
         args.pgid_file.write_text(str(os.getpgrp()))
     try:
-        run_grid(scale, plan, script, args.budget_min, args.pause_log, args.only, args.start_anyway, until, prepare)
+        run_grid(scale, plan, script, args.budget_min, args.pause_log, args.only, args.start_anyway, until)
     finally:
         if args.pgid_file is not None:
             args.pgid_file.unlink(missing_ok=True)

@@ -49,11 +49,6 @@ class Scale:
         """Where a stopped run's checkpoint waits, committed, for another machine."""
         return self.out / "carry" / name
 
-    def kept_folder(self, name: str) -> Path:
-        """Where the checkpoints a run keeps for another wait (``claims/keep.py``: a speedrun tail
-        run's twin's; ignored by git)."""
-        return self.out / "kept" / name
-
 
 SCALES = {
     "cpu": Scale("cpu", 16, "cpu", "auto", RESULTS_ROOT / "cpu_claims", "width-16 ResNet-18, CPU"),
@@ -92,14 +87,11 @@ class Point:
     width: int = WIDTH
     #: the width of the scale the point belongs to: a name says its width only where it differs
     scale_width: int = WIDTH
-    #: another harness's setting (``speedrun.py``): its name, recipe and Hydra overrides, applied
-    #: after the grid's own (a key given here replaces the grid's)
+    #: a setting of the speedrun's (``speedrun_settings``, screened by ``lever_split.py``): its
+    #: name, recipe and Hydra overrides, applied after the grid's own (a key given here replaces the grid's)
     tag: str = ""
     recipe: str = ""
     extra: Tuple[str, ...] = ()
-    #: whether a shorter run of the setting is this run's start (no learning-rate schedule, which
-    #: would depend on ``max_epochs``), so that this one can go on from it
-    extendable: bool = True
 
     def name(self, seed: int) -> str:
         if self.tag:

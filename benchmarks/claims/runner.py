@@ -1,9 +1,8 @@
 """Running the grid: each run a child process (``run_child``) training through the plugin's own
 flow with the per-epoch evaluation; the parent (``run_grid``) starts the next unfinished runs
-within the budget, resumes a stopped one, lets a run go on from a finished shorter one or from
-another run's checkpoint (``go_on_from``: a speedrun tail run from its twin's), and carries a
-stopped run's checkpoint to another machine. Both harnesses carry and find the newest complete
-checkpoint here alone (``carry_copy``, ``newest_checkpoint``). ``benchmarks/cpu_claims.py``'s
+within the budget, resumes a stopped one, lets a run go on from a finished shorter one, and
+carries a stopped run's checkpoint to another machine; the newest complete checkpoint is found
+here alone (``newest_checkpoint``). ``benchmarks/cpu_claims.py``'s
 docstring says how these fit together."""
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import time
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from mvssl_plugin.files import read_csv, write_csv
 from mvssl_plugin.runs import ARGS, LOCK, is_complete_checkpoint
@@ -38,9 +37,8 @@ CARRY_MAX_MB = 16.0
 
 def prefix_run(scale: Scale, point: Point, seed: int) -> Optional[Point]:
     """The longest finished shorter run of ``point``'s setting whose checkpoint is here: without
-    a learning-rate schedule its epochs are ``point``'s first ones, so ``point`` can go on from it."""
-    if not point.extendable:
-        return None
+    a learning-rate schedule (the grid's runs have none) its epochs are ``point``'s first ones, so
+    ``point`` can go on from it."""
     for epochs in range(point.epochs - 1, 0, -1):
         shorter = replace(point, epochs=epochs)
         if finished(scale, shorter.name(seed)) and any(scale.run_folder(shorter.name(seed)).rglob("*.ckpt")):
@@ -98,7 +96,7 @@ def checkpoint_mib(scale: Scale, point: Point) -> float:
 
 def newest_checkpoint(folder: Path) -> Optional[Path]:
     """The newest complete checkpoint anywhere under ``folder`` (a run folder's
-    ``<method>/<id>/``, a carry folder, a run's kept copies), or None: a truncated one, as a kill
+    ``<method>/<id>/``, a carry folder), or None: a truncated one, as a kill
     in the middle of a save leaves it, is never carried nor gone on from."""
     complete = [c for c in folder.rglob("*.ckpt") if is_complete_checkpoint(c)]
     return max(complete, key=lambda c: c.stat().st_mtime, default=None)
@@ -150,38 +148,6 @@ def carry_in(scale: Scale, name: str) -> bool:
     return True
 
 
-def go_on_from(scale: Scale, point: Point, seed: int, source: str, checkpoint: Path, latest: int) -> Path:
-    """Starts ``point``'s run from another run's ``checkpoint``: ``source``'s, taken at an epoch's
-    end no later than epoch ``latest``, up to which the two are one training (a speedrun tail run
-    and its constant twin: ``speedrun.py --from-twin``). The checkpoint, with ``source``'s
-    args.json, is carried (:func:`carry_copy`; the next launch resumes it, accepting the changes),
-    and ``source``'s curve rows up to that epoch go into curves.csv under the run's name, their
-    ``source`` column naming it. Returns the carried copy."""
-    from .keep import checkpoint_step  # local: torch, only when a run goes on from another's checkpoint
-
-    name = point.name(seed)
-    curve = sorted((r for r in read_csv(scale.curves) if r["run"] == source), key=lambda r: int(r["epoch"]))
-    if not checkpoint.is_file():
-        raise SystemExit(f"{checkpoint}: not a file (give {source}'s checkpoint at an epoch's end)")
-    step = checkpoint_step(checkpoint)
-    at = next((r for r in curve if int(r["step"]) == step), None)
-    if at is None or int(at["epoch"]) > latest:
-        where = f"epoch {at['epoch']}" if at else f"step {step}, no epoch's end of {source} in curves.csv"
-        raise SystemExit(f"{checkpoint}: at {where}; {name} goes on from {source} at an epoch's end up to {latest}")
-    epoch = int(at["epoch"])
-    args = checkpoint.with_name(ARGS)
-    if not args.is_file():  # a copy kept aside: the source's run folder has it
-        args = next(scale.run_folder(source).rglob(ARGS), args)
-    if not args.is_file():
-        raise SystemExit(f"{source}: no {ARGS} beside {checkpoint} or in {scale.run_folder(source)}")
-    copy = carry_copy(scale, name, checkpoint, Path(point.method) / args.parent.name, [args])
-    rows = [r for r in read_csv(scale.curves) if r["run"] != name]
-    copied = [{**r, "run": name, "source": source} for r in curve if int(r["epoch"]) <= epoch]
-    write_csv(scale.curves, rows + copied)
-    print(f"cpu_claims: {name} goes on from {source} after epoch {epoch} ({copy})")
-    return copy
-
-
 def resume_overrides(scale: Scale, point: Point, seed: int) -> List[str]:
     """While a run holds only a copied checkpoint (a shorter run's, or a carried one), its launch
     names it and accepts the changes solo-learn's auto-resume would refuse (a longer
@@ -203,11 +169,8 @@ def launch_overrides(scale: Scale, point: Point, seed: int) -> Tuple[str, List[s
     return recipe, extra + resume_overrides(scale, point, seed)
 
 
-def run_child(
-    scale: Scale, point: Point, seed: int, pause_log: Optional[Path], callbacks: Sequence[object] = ()
-) -> None:
-    """Trains (or resumes) one run in this process, with the per-epoch evaluation and the
-    harness's own ``callbacks``."""
+def run_child(scale: Scale, point: Point, seed: int, pause_log: Optional[Path]) -> None:
+    """Trains (or resumes) one run in this process, with the per-epoch evaluation."""
     warnings.filterwarnings("ignore")
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     # local: solo-learn, Lightning and torch, which the parent harness (--list, the budget) never needs
@@ -218,7 +181,7 @@ def run_child(
 
     recipe, extra = launch_overrides(scale, point, seed)
     cfg = compose_recipe(recipe, "pretrain", extra)
-    pretrain(cfg, extra_callbacks=[EpochEval(scale, point, seed, pause_log), *callbacks])
+    pretrain(cfg, extra_callbacks=[EpochEval(scale, point, seed, pause_log)])
 
 
 # ----------------------------------------------------------------------------- the harness (parent)
@@ -336,13 +299,10 @@ def run_grid(
     only: Optional[str] = None,
     start_anyway: bool = False,
     until: Optional[float] = None,
-    prepare: Optional[Callable[[Point, int], None]] = None,
 ) -> None:
-    """Runs ``plan`` ((point, seed) in order), each run a child ``script --run <name>`` (the
-    command line that made the plan: ``cpu_claims.py``, ``speedrun.py``), within the budget
-    (``--budget-min`` minutes not paused, ``until`` a time since the epoch: ``cpu_claims.py``'s
-    docstring). ``prepare(point, seed)`` is called before a run's head start is read, when its
-    turn comes: a harness's own way for it to go on from another run (``speedrun.py``'s tails)."""
+    """Runs ``plan`` ((point, seed) in order), each run a child ``script --run <name>``
+    (``cpu_claims.py``), within the budget (``--budget-min`` minutes not paused, ``until`` a time
+    since the epoch: ``cpu_claims.py``'s docstring)."""
     # a harness started in the background by a non-interactive shell inherits SIGINT ignored,
     # and Python then raises no KeyboardInterrupt: the child would stop alone and not be carried
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -365,8 +325,6 @@ def run_grid(
         if seconds < 60:
             print(f"cpu_claims: budget spent; next: {name}")
             return
-        if prepare is not None:
-            prepare(point, seed)
         start = head_start(scale, point, seed)
         started_here, carried, shorter = start.here, start.carried, start.shorter
         need = minutes_left(point, start, read_csv(scale.curves), read_csv(scale.step_times), machine)

@@ -17,7 +17,6 @@ from claims import clocks, epoch_eval, plots, runner, verdicts
 from claims import grid as claims_grid
 from claims import report as claims_report
 from claims.epoch_eval import EpochEval
-from claims.keep import KeepCheckpoints, checkpoint_step
 from doc_blocks import replace_between
 from helpers import REPO, make_image_folder
 
@@ -1050,15 +1049,63 @@ def test_a_runs_child_trains_and_writes_one_curve_row_per_epoch_then_its_result(
     scale = claims_grid.scale_named("cpu", tmp_path / "claims")
     tiny = ("optimizer.batch_size=8", "backbone.kwargs.width=8", "method_kwargs.proj_output_dim=16", "precision=32")
     point = claims_grid.Point("mabt", 2, 16, "rule", 1.0, 2, ("test",), False, tag="tiny", extra=tiny)
-    kept = tmp_path / "kept"
-    runner.run_child(scale, point, 1, None, [KeepCheckpoints(scale.run_folder("tiny-e2-s1"), kept, {1})])
+    runner.run_child(scale, point, 1, None)
     rows = read_csv(scale.curves)
     assert [(r["run"], r["epoch"], r["step"]) for r in rows] == [("tiny-e2-s1", "1", "3"), ("tiny-e2-s1", "2", "6")]
     assert all(0 <= float(r["knn_backbone"]) <= 100 and float(r["train_seconds"]) > 0 for r in rows)
     assert rows[-1]["views_seen"] == str(6 * 8 * 2) and rows[-1]["cpu"] == clocks.cpu_description()
     result = runner.record_result(scale, point, 1)
     assert (result["run"], result["epochs"], result["knn_backbone"]) == ("tiny-e2-s1", 2, rows[-1]["knn_backbone"])
-    # the checkpoint after epoch 1, kept aside; the checkpointer removed it when it wrote epoch 2's
-    (copy,) = kept.iterdir()
-    assert checkpoint_step(copy) == 3 and copy.name.endswith("ep=0.ckpt")
-    assert [checkpoint_step(c) for c in scale.run_folder("tiny-e2-s1").rglob("*.ckpt")] == [6]
+    (last,) = scale.run_folder("tiny-e2-s1").rglob("*.ckpt")  # the checkpointer keeps the newest
+    assert last.name.endswith("ep=1.ckpt")
+
+
+def test_a_bad_clock_or_data_folder_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    """The run options (claims/cli.py): ``--until`` by the parser (exit 2), ``--data`` for its
+    train/ and test/ folders, before the plan is even listed."""
+    monkeypatch.delenv("CIFAR10_DIR", raising=False)
+    with pytest.raises(SystemExit) as stopped:
+        cpu_claims.main(["--until", "25:00", "--list"])
+    assert stopped.value.code == 2 and "--until takes HH:MM" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match=f"no CIFAR-10 ImageFolder tree .* at {tmp_path}: set CIFAR10_DIR"):
+        cpu_claims.main(["--data", str(tmp_path), "--list"])
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_a_run_option_without_a_budget_is_an_error_not_the_help(monkeypatch, capsys):
+    """``--only X --pause-log F`` without ``--budget-min``/``--until`` once printed the help and
+    exited 0; a background chain took that for the run's end and went on to the next."""
+    from claims import cli
+
+    monkeypatch.setattr(cli, "run_grid", lambda *args: pytest.fail("no budget, no run"))
+    with pytest.raises(SystemExit) as stopped:
+        cpu_claims.main(["--only", "mabt-m2-d256-rule-f1-e20-s1", "--pause-log", "pause.log"])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert "--only, --pause-log runs nothing without a budget: add --budget-min MINUTES or --until HH:MM" in error
+    cpu_claims.main([])  # nothing at all: the help, as before
+    assert capsys.readouterr().out.startswith("usage:")
+
+
+def test_only_picks_the_run_of_that_exact_name_else_every_run_containing_it():
+    """``--only lr1e-3-e3-s2`` once went on to ``cos-lr1e-3-e3-s2``, whose name contains it."""
+    points = [claims_grid.Point("mabt", 2, 256, "rule", 1.0, 3, ("t",), True, tag=t) for t in ("lr1e-3", "cos-lr1e-3")]
+    plan = [(p, seed) for p in points for seed in (1, 2)]
+    names = [p.name(s) for p, s in plan]
+    assert [n for n in names if runner.selected(n, "lr1e-3-e3-s2", plan)] == ["lr1e-3-e3-s2"]
+    assert {n for n in names if runner.selected(n, "lr1e-3-e3", plan)} == set(names)
+    assert all(runner.selected(n, None, plan) for n in names)
+
+
+def test_start_anyway_reaches_the_budget_loop(monkeypatch):
+    """A run that needs hours and a checkpoint too large to carry starts in a shorter session
+    only with ``--start-anyway`` (it resumes on this machine next call)."""
+    from claims import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "run_grid", lambda *args: calls.append(args))
+    cpu_claims.main(["--budget-min", "5"])
+    cpu_claims.main(["--budget-min", "5", "--start-anyway", "--only", "mabt-m2-d256-rule-f1-e20-s1"])
+    (_, _, script, budget, _, _, anyway, until), (*_, only, anyway_now, _) = calls
+    assert (script.name, budget, anyway, until) == ("cpu_claims.py", 5.0, False, None)
+    assert (only, anyway_now) == ("mabt-m2-d256-rule-f1-e20-s1", True)

@@ -25,6 +25,10 @@ import results_archive
 import runner_call
 import runs_file
 from helpers import REPO, make_image_folder
+from leaderboard_plan import record_lines
+
+from mvssl_plugin.cli.config_name import compose_recipe
+from mvssl_plugin.files import read_csv
 
 KIT = REPO / "benchmarks" / "gpu"
 SOLO = REPO.parent / "shared" / "solo-learn"  # the snapshot solo-learn is installed from
@@ -188,9 +192,9 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
             if tokens[0] == "benchmarks/bench_pairs.py":  # its own recipes; its rows into the run's folder
                 assert "--csv" in tokens and tokens[tokens.index("--csv") + 1].startswith("{out}/"), (path.name, name)
                 continue
-            if tokens[0] in ("benchmarks/cpu_claims.py", "benchmarks/speedrun.py"):  # their CSVs in a run folder
+            if tokens[0] == "benchmarks/cpu_claims.py":  # its CSVs in a run folder
                 results = tokens[tokens.index("--results") + 1]
-                folders = ("{out}", "{prefix}/trained_models/claims-gpu", "{prefix}/trained_models/speedrun-gpu")
+                folders = ("{out}", "{prefix}/trained_models/claims-gpu")
                 assert results in folders, (path.name, name)
                 assert tokens[tokens.index("--scale") + 1] == "gpu", (path.name, name)
                 continue
@@ -207,6 +211,28 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
                 folder = tokens[tokens.index("--config-path") + 1].replace("{prefix}/src/solo-learn", str(SOLO))
                 assert not SOLO.is_dir() or (Path(folder) / recipe).is_file(), (path.name, name)
             assert "checkpoint.dir={out}" in tokens and "auto_resume.enabled=true" in tokens, (path.name, name)
+
+
+def test_the_gpu_time_to_accuracy_list_runs_each_methods_cpu_pick() -> None:
+    """Each line of ``runs/speedrun.txt`` is its method's leaderboard record line (the pick chosen on
+    the CPU's split) with the GPU's budget, seed and logging: a pick that moves on the CPU moves here."""
+    parsed = dict(runs_file.parse_runs((KIT / "runs" / "speedrun.txt").read_text()))
+    screens = read_csv(REPO / "benchmarks" / "results" / "leaderboard" / "screens.csv")
+    budget = ("max_epochs=", "epoch_knn.", "seed=", "wandb.", "+wandb.")
+    lines = {}
+    for line in record_lines(screens):
+        tag, args = line.split("|")
+        if tag.endswith("-s1"):
+            lines[f"gpu-own-clock-{tag.split('-')[1]}"] = [a for a in args.split() if not a.startswith(budget)]
+    assert sorted(parsed) == sorted(lines) and len(lines) == 7
+    for name, pick in lines.items():
+        tokens = parsed[name]
+        assert tokens[0] == "main_pretrain.py" and tokens[1 : 1 + len(pick)] == pick, name
+        # as the runner fills it in; Hydra takes every override (a "~" deletion and a merge included)
+        filled = [t.replace("{data}", "/data").replace("{out}", "/out") for t in tokens[3:]]
+        cfg = compose_recipe(tokens[2], "pretrain", filled)
+        assert (cfg.accelerator, cfg.precision, cfg.epoch_knn.stop_after_minutes) == ("gpu", "bf16-mixed", 3), name
+        assert (cfg.data.train_path, cfg.checkpoint.dir, cfg.optimizer.name) == ("/data/train", "/out", "adam"), name
 
 
 def test_a_line_naming_an_earlier_run_gets_its_folder_or_waits(tmp_path: Path) -> None:

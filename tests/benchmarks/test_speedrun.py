@@ -1,13 +1,13 @@
-"""The speedrun (benchmarks/speedrun.py): its recipes trained a few steps through main_pretrain.py,
-its learning-rate schedule ending at the budget, and its time and record arithmetic on made-up
-CSV rows (the runs themselves take CPU-hours)."""
+"""The modelled-clock speedrun's settings, clock and report (``speedrun_settings``,
+``speedrun_clock``, ``speedrun_rows``, ``speedrun_report``): its recipes trained a few steps through
+main_pretrain.py, its learning-rate schedule ending at the budget, and its time and record
+arithmetic on made-up CSV rows."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-import speedrun
 import speedrun_clock as clock
 import speedrun_report as report
 import speedrun_rows
@@ -216,160 +216,14 @@ def test_a_resolution_ramps_step_is_the_mean_of_its_epochs_sides_each_timed_besi
     # the same ramp at another lr does the same work: its sides are the ramp's, named as such
     twin = clock.step_times_on("avx2", own, [])["ramp-lr1e-3"]
     assert twin.seconds == pytest.approx(step.seconds) and "ramp@16's step, measured" in twin.basis
-    # --step-times: each side below 32 px on its own, at a fixed crop, the recipe beside them
-    timed = clock.timed_points(CPU, ["ramp"])
-    assert list(timed) == ["baseline", REF, "ramp@16", "ramp@24"]
-    assert "augmentations.0.crop_size=16" in timed["ramp@16"].extra
-    assert not any(o.startswith("+memory.resolution") for o in timed["ramp@16"].extra)
     assert "+memory.resolution.start=16" in ramp.screen().extra and ramp.screen().name(1) == "ramp-e4-s1"
-    # all settings: what another's step stands for is not timed again (lr, schedule, crops, beta)
-    every = clock.timed_points(CPU)
-    assert {REF, "ramp@16", "lars", "b256", "d128"} <= set(every)
-    assert not {"lr1e-3", "cos-lr5e-4", "crop0.2", "jitter0.5", "beta2x", "ramp-lr1e-3@16"} & set(every)
 
 
-def test_every_run_of_the_plan_is_found_by_its_name_and_levers_name_settings():
-    names = [p.name(s) for p, s in settings.plan(CPU)]
-    assert len(names) == len(set(names))
-    # a screen that beat the recipe gets its second seed before any record run
-    assert max(names.index("ramp-e4-s2"), names.index("lr1e-3-e3-s2")) < names.index(f"{REF}-e18-s1")
-    assert names.index(f"{REF}-e18-s1") < names.index("d128-e3-s2")
-    for point, seed in settings.plan(CPU):
-        assert settings.find(CPU, point.name(seed)) == (point, seed)
-        assert settings.setting_of(point.name(seed)) == point.tag
+def test_every_screen_is_named_for_its_setting_and_levers_name_settings():
+    names = [settings.SETTINGS[t].screen().name(seed) for t in settings.SCREEN for seed in (1, 2)]
+    assert len(names) == len(set(names)) and "ramp-e4-s2" in names and f"{REF}-e3-s1" in names
+    assert [settings.setting_of(n) for n in names[::2]] == list(settings.SCREEN)
     assert {t for lever in settings.LEVERS for t in (lever.changed, lever.reference)} <= set(settings.SETTINGS)
-
-
-def test_a_setting_without_a_schedule_goes_on_from_its_screen_and_one_with_a_schedule_never(tmp_path):
-    """A constant lr makes a 3-epoch screen the first 3 epochs of the 18-epoch record run; a
-    fitted schedule depends on max_epochs, so its screen is not the longer run's start."""
-    from mvssl_plugin.files import write_csv
-
-    scale = grid.scale_named("cpu", tmp_path)
-    finished = []
-    for tag in ("lr1e-3", "cos-lr1e-3"):
-        screen = settings.SETTINGS[tag].point(3)
-        finished.append({"run": screen.name(1)})
-        ckpt = scale.run_folder(screen.name(1)) / "mabt" / "x" / "ep=2.ckpt"
-        ckpt.parent.mkdir(parents=True)
-        ckpt.write_bytes(b"weights")
-    write_csv(scale.results, finished)
-    assert runner.prefix_run(scale, settings.SETTINGS["lr1e-3"].point(18), 1) == settings.SETTINGS["lr1e-3"].point(3)
-    assert runner.prefix_run(scale, settings.SETTINGS["cos-lr1e-3"].point(18), 1) is None
-    # a resolution ramp is fitted to its epochs too: its sides at 18 epochs are not its 4-epoch screen's
-    assert not settings.SETTINGS["ramp"].point(18).extendable and settings.SETTINGS["lr1e-3"].point(18).extendable
-    # the record's epochs: the recipe, each candidate and nothing else of ours (the peer has its own)
-    records = {p.tag for p, _ in settings.plan(CPU) if p.epochs == settings.RECORD_EPOCHS}
-    assert records == {REF, *settings.RECORD_CANDIDATES} and settings.RECORD_CANDIDATES
-    # the 2-hour runs: each candidate, two seeds, last in the plan, going on from its finished record run
-    plan = settings.plan(CPU)
-    long = [(p.tag, seed) for p, seed in plan if p.epochs == settings.LONG_EPOCHS]
-    tails = [(t, seed) for seed in (2, 1) for t in settings.TAIL_CANDIDATES]
-    assert long == [(t, seed) for seed in (1, 2) for t in settings.RECORD_CANDIDATES] + tails
-    # a tail is fitted to the run's epochs: a shorter tail run is not the longer one's start
-    assert not settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS).extendable
-    assert [p.epochs for p, _ in plan[-len(long) :]] == [settings.LONG_EPOCHS] * len(long)
-    assert settings.LONG_EPOCHS * 390 * 0.2469 <= 2 * 3600  # within 2 hours at the bf16 EPYC's step
-    tag = settings.RECORD_CANDIDATES[0]
-    record = settings.SETTINGS[tag].point(settings.RECORD_EPOCHS)
-    write_csv(scale.results, finished + [{"run": record.name(1)}])
-    ckpt = scale.run_folder(record.name(1)) / "mabt" / "x" / "ep=17.ckpt"
-    ckpt.parent.mkdir(parents=True)
-    ckpt.write_bytes(b"weights")
-    assert runner.prefix_run(scale, settings.SETTINGS[tag].point(settings.LONG_EPOCHS), 1) == record
-
-
-def test_a_tail_run_goes_on_from_its_constant_twins_checkpoint_up_to_the_tails_start(tmp_path):
-    """``--from-twin``: the twin's checkpoint (found by its step among the twin's epoch ends, with
-    the twin's args.json) is carried for the next launch, the twin's curve rows up to it copied
-    under the tail run's name naming their source; a checkpoint inside the tail is refused."""
-    from mvssl_plugin.files import read_csv, write_csv
-
-    scale = grid.scale_named("cpu", tmp_path)
-    tail = settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS)
-    twin = settings.SETTINGS["lr2e-3"].point(settings.LONG_EPOCHS)
-    write_csv(scale.curves, _curve(twin.name(2), [40 + e / 10 for e in range(62)]))
-    folder = scale.run_folder(twin.name(2)) / "mabt" / "abc"
-    folder.mkdir(parents=True)
-    (folder / "args.json").write_text("{}")
-    kept = tmp_path / "kept"
-    kept.mkdir()
-    torch.save({"global_step": 59 * 390}, kept / "ep=58.ckpt")  # copied aside as the twin trained on
-    torch.save({"global_step": 60 * 390}, kept / "ep=59.ckpt")
-    with pytest.raises(SystemExit, match="at epoch 60; .* up to 59"):
-        speedrun.go_on_from_twin(scale, tail.name(2), kept / "ep=59.ckpt")
-    carried = speedrun.go_on_from_twin(scale, tail.name(2), kept / "ep=58.ckpt")
-    assert carried == scale.carry_folder(tail.name(2)) / "mabt" / "abc" / "ep=58.ckpt" and carried.is_file()
-    assert (carried.parent / "args.json").is_file()
-    rows = [r for r in read_csv(scale.curves) if r["run"] == tail.name(2)]
-    assert [int(r["epoch"]) for r in rows] == list(range(1, 60))
-    assert {r["source"] for r in rows} == {twin.name(2)}
-    assert runner.head_start(scale, tail, 2) == runner.HeadStart(False, True, None, 59)  # the launch goes on there
-    with pytest.raises(SystemExit, match="has no twin"):
-        speedrun.go_on_from_twin(scale, twin.name(2), kept / "ep=58.ckpt")
-
-
-def test_the_twin_keeps_its_checkpoint_at_the_tails_start_and_the_tail_run_goes_on_from_it(tmp_path, monkeypatch):
-    """The constant twin's child keeps its checkpoint after the tail's first epoch (the checkpointer
-    removes it at its next save); when the tail run's turn comes in the budget loop, it goes on from
-    that copy instead of training the twin's 59 epochs again; ``--from-twin`` alone takes it too."""
-    from mvssl_plugin.files import read_csv, write_csv
-
-    scale = grid.scale_named("cpu", tmp_path)
-    tail = settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS)
-    twin = settings.SETTINGS["lr2e-3"].point(settings.LONG_EPOCHS)
-    assert speedrun.tail_starts(scale, twin) == [59]
-    assert speedrun.tail_starts(scale, settings.SETTINGS["lr2e-3"].point(settings.RECORD_EPOCHS)) == []
-    assert speedrun.keepers(scale, settings.SETTINGS[REF].screen(), 1) == []  # no tail: nothing kept
-    (keeper,) = speedrun.keepers(scale, twin, 1)
-    assert (keeper.run_folder, keeper.folder) == (scale.run_folder(twin.name(1)), tmp_path / "kept" / twin.name(1))
-    assert keeper.epochs == {59}
-
-    speedrun.from_kept_twin(scale, tail, 1)  # nothing kept: the tail run would start from scratch
-    assert not scale.carry_folder(tail.name(1)).exists() and not read_csv(scale.curves)
-    with pytest.raises(SystemExit) as stopped:
-        speedrun.main(["--only", tail.name(1), "--from-twin", "--results", str(tmp_path)])
-    assert stopped.value.code == 2
-
-    write_csv(scale.curves, _curve(twin.name(1), [40 + e / 10 for e in range(74)]))
-    folder = scale.run_folder(twin.name(1)) / "mabt" / "abc"
-    folder.mkdir(parents=True)
-    (folder / "args.json").write_text("{}")
-    keeper.folder.mkdir(parents=True)
-    torch.save({"global_step": 59 * 390}, keeper.folder / "run-abc-ep=58.ckpt")
-
-    launched = []
-
-    class Child:  # the tail's launch: what it finds, then its last 15 epochs' rows
-        def __init__(self, command, **kwargs):
-            launched.append(sorted(p.name for p in scale.carry_folder(tail.name(1)).rglob("*")))
-            write_csv(scale.curves, read_csv(scale.curves) + _curve(tail.name(1), [70.0] * 74)[59:])
-            self.returncode = 0
-
-        def poll(self):
-            return self.returncode
-
-    monkeypatch.setattr(runner.subprocess, "Popen", Child)
-    monkeypatch.setattr(runner, "commit", lambda: "abc1234")
-    monkeypatch.setattr(runner, "cpu_description", lambda accelerator: "X")
-    monkeypatch.setattr(runner, "estimate_minutes", lambda *args: None)
-    (tmp_path / "train").mkdir(), (tmp_path / "test").mkdir()
-    monkeypatch.setenv("CIFAR10_DIR", str(tmp_path))
-    speedrun.main(["--only", tail.name(1), "--budget-min", "100", "--results", str(tmp_path)])
-    assert launched == [["abc", "args.json", "mabt", "run-abc-ep=58.ckpt"]]
-    rows = [r for r in read_csv(scale.curves) if r["run"] == tail.name(1)]
-    assert [int(r["epoch"]) for r in rows] == list(range(1, 75))
-    assert {r.get("source") for r in rows[:59]} == {twin.name(1)} and not any(r.get("source") for r in rows[59:])
-    assert runner.finished(scale, tail.name(1))
-
-    # by hand: --from-twin without a checkpoint takes the kept one
-    write_csv(scale.curves, read_csv(scale.curves) + _curve(twin.name(2), [40 + e / 10 for e in range(74)]))
-    (scale.run_folder(twin.name(2)) / "mabt" / "def").mkdir(parents=True)
-    (scale.run_folder(twin.name(2)) / "mabt" / "def" / "args.json").write_text("{}")
-    scale.kept_folder(twin.name(2)).mkdir(parents=True)
-    torch.save({"global_step": 59 * 390}, scale.kept_folder(twin.name(2)) / "run-def-ep=58.ckpt")
-    speedrun.main(["--only", tail.name(2), "--from-twin", "--results", str(tmp_path)])
-    assert (scale.carry_folder(tail.name(2)) / "mabt" / "def" / "run-def-ep=58.ckpt").is_file()
 
 
 def test_a_settings_overrides_replace_the_grids_and_fit_the_warm_up_to_its_epochs(tiny_cifar, monkeypatch):
@@ -414,7 +268,6 @@ def test_every_setting_on_the_recipe_names_its_lr_so_the_yamls_lr_changes_none(t
     yaml_lr = compose_recipe(settings.RECIPE, "pretrain", []).optimizer.lr
     (own,) = [o for o in settings.SETTINGS[settings.RECIPE_SETTING].overrides if grid.override_key(o) == "optimizer.lr"]
     assert float(own.split("=", 1)[1]) == yaml_lr != settings.SCREEN_LR
-    assert settings.RECIPE_SETTING in settings.RECORD_CANDIDATES
 
 
 def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_say(tiny_cifar, monkeypatch):
@@ -448,20 +301,15 @@ def test_the_batch_augmentation_beta_compile_and_ramp_levers_change_what_they_sa
     assert checked["compile"].performance.compile and not recipe_cfg.performance.get("compile", False)
     assert checked["ramp"].memory.resolution.start == 16 and checked["ramp"].data.format == "memory"
     # the 2-hour tail run: the yaml's constant lr 2e-3, falling to zero over the last 15 of 74 epochs
-    recipe, extra = grid.overrides(CPU, settings.SETTINGS["lr2e-3-tail"].point(settings.LONG_EPOCHS), 1)
+    recipe, extra = grid.overrides(CPU, settings.SETTINGS["lr2e-3-tail"].point(74), 1)
     tail = compose_recipe(recipe, "pretrain", extra)
     adapt_to_hardware(tail)
     check_pretrain_cfg(tail, register(), BaseMethod._BACKBONES, tuple(BaseMethod._OPTIMIZERS))
     assert (tail.scheduler.name, tail.scheduler.tail_epochs, tail.optimizer.lr) == ("none", 15, 2e-3)
-    # on a GPU every setting trains at batch 512, and the batch lever at twice that, once
-    gpu = grid.SCALES["gpu"]
-    batches = {t: [o for o in grid.overrides(gpu, settings.SETTINGS[t].point(3, gpu), 1)[1] if "batch_size" in o]
-               for t in (REF, "b256", "peer")}  # fmt: skip
-    assert batches == {
-        REF: ["optimizer.batch_size=512"],
-        "b256": ["optimizer.batch_size=1024"],
-        "peer": ["optimizer.batch_size=512"],
-    }
+    # the batch lever doubles the CPU's batch, once; the others keep the recipe's
+    batches = {t: [o for o in grid.overrides(CPU, settings.SETTINGS[t].point(3), 1)[1] if "batch_size" in o]
+               for t in (REF, "b256")}  # fmt: skip
+    assert batches == {REF: [], "b256": ["optimizer.batch_size=256"]}
 
 
 @pytest.mark.slow
@@ -526,60 +374,6 @@ def test_the_report_writes_its_csvs_summary_plot_and_both_tables_from_made_up_ru
     assert (out / "knn_vs_minutes.png").is_file() and f"| {REF} | 1 | 18 |" in (out / "summary.md").read_text()
 
 
-def test_the_claims_grids_runs_of_the_reference_come_in_as_its_screen_and_record_naming_their_source(tmp_path):
-    from mvssl_plugin.files import read_csv, write_csv
-
-    claims, out = tmp_path / "claims", tmp_path / "speedrun"
-    claims.mkdir()
-    source, m4 = settings.CLAIMS_CONST.name(1), settings.CLAIMS_IMPORTS["m4"][0].name(1)
-    assert m4 == "mabt-m4-d256-rule-f1-e20-s1"
-    curves = _curve(source, range(40, 60)) + _curve(m4, range(44, 64))
-    write_csv(claims / "curves.csv", [{**r, "seed": "1", "views_seen": r["step"]} for r in curves])
-    finals = [{"run": run, "seed": "1", "knn_backbone": "59", "commit": "abc"} for run in (source, m4)]
-    write_csv(claims / "results.csv", finals)
-    # no seed 2 in the grid here; the m = 4 run is the m4 setting's screen only
-    assert speedrun.import_claims(out, claims) == [f"{REF}-e3-s1", f"{REF}-e18-s1", "m4-e3-s1"]
-    assert {r["run"]: r["knn_backbone"] for r in read_csv(out / "results.csv")}["m4-e3-s1"] == "46"
-    results = {r["run"]: r for r in read_csv(out / "results.csv")}
-    assert results[f"{REF}-e3-s1"]["knn_backbone"] == "42" and results[f"{REF}-e3-s1"]["epochs"] == "3"
-    assert results[f"{REF}-e18-s1"]["knn_backbone"] == "57" and "claims grid's" in results[f"{REF}-e18-s1"]["source"]
-    assert [r["epoch"] for r in read_csv(out / "curves.csv") if r["run"] == f"{REF}-e3-s1"] == ["1", "2", "3"]
-    assert speedrun.import_claims(out, claims) == []  # already there: left alone
-
-
-@pytest.mark.parametrize("tag", sorted(settings.CLAIMS_IMPORTS))
-def test_an_imported_claims_run_is_the_settings_training_but_for_its_name_folder_and_epochs(
-    tag, tiny_cifar, monkeypatch
-):
-    """What lets --import-claims stand a grid run in for a speedrun run: both compose to the same
-    config, key for key, but the run's name, folder and length (no schedule: a shorter run is the
-    longer one's first epochs)."""
-    from omegaconf import OmegaConf
-
-    from mvssl_plugin.cli.config_name import compose_recipe
-
-    monkeypatch.setenv("CIFAR10_DIR", str(Path(tiny_cifar["train"]).parent))
-
-    def composed(point) -> dict:
-        recipe, extra = grid.overrides(CPU, point, 1)
-        flat = OmegaConf.to_container(compose_recipe(recipe, "pretrain", extra))
-        return dict(_flatten(flat))
-
-    source, epochs = settings.CLAIMS_IMPORTS[tag]
-    ours, theirs = composed(settings.SETTINGS[tag].point(epochs[0])), composed(source)
-    differ = {k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k)}
-    assert differ == {"name", "checkpoint.dir", "max_epochs"}, differ
-    assert settings.SETTINGS[tag].warmup is None
-
-
-def _flatten(tree: dict, prefix: str = ""):
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            yield from _flatten(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("recipe", ["speedrun_cpu.yaml", "solo_barlow_cifar_cpu.yaml"])
 def test_the_recipes_train_as_a_user_runs_them(recipe, tiny_cifar, tmp_path, one_thread):
@@ -620,61 +414,3 @@ def test_the_claims_baseline_is_timed_with_the_step_measured_beside_the_settings
     own = [{"setting": t, "s_per_step": v, "precision": "bf", "cpu": "X", "date": d} for d, t, v in calls]
     step = clock.baseline_step("X", own, [])
     assert step.seconds == pytest.approx(0.52 / 0.2 * 0.25) and step.basis.endswith(f"the {REF}'s median")
-
-
-@pytest.mark.parametrize("harness", ["speedrun", "cpu_claims"])
-def test_both_harnesses_refuse_a_bad_clock_or_data_folder_before_any_work(harness, tmp_path, monkeypatch, capsys):
-    """The options they share (claims/cli.py) are checked the same way: ``--until`` by the parser
-    (exit 2), ``--data`` for its train/ and test/ folders, before the plan is even listed."""
-    main = __import__(harness).main
-    monkeypatch.delenv("CIFAR10_DIR", raising=False)
-    with pytest.raises(SystemExit) as stopped:
-        main(["--until", "25:00", "--list"])
-    assert stopped.value.code == 2 and "--until takes HH:MM" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match=f"no CIFAR-10 ImageFolder tree .* at {tmp_path}: set CIFAR10_DIR"):
-        main(["--data", str(tmp_path), "--list"])
-    assert not list(tmp_path.iterdir())  # nothing written
-
-
-@pytest.mark.parametrize("harness", ["speedrun", "cpu_claims"])
-def test_a_run_option_without_a_budget_is_an_error_not_the_help(harness, monkeypatch, capsys):
-    """``--only X --pause-log F`` without ``--budget-min``/``--until`` once printed the help and
-    exited 0; a background chain took that for the run's end and went on to the next."""
-    from claims import cli
-
-    monkeypatch.setattr(cli, "run_grid", lambda *args: pytest.fail("no budget, no run"))
-    main = __import__(harness).main
-    with pytest.raises(SystemExit) as stopped:
-        main(["--only", "lr2e-3-e18-s1", "--pause-log", "pause.log"])
-    error = capsys.readouterr().err
-    assert stopped.value.code == 2
-    assert "--only, --pause-log runs nothing without a budget: add --budget-min MINUTES or --until HH:MM" in error
-    main([])  # nothing at all: the help, as before
-    assert capsys.readouterr().out.startswith("usage:")
-
-
-def test_only_picks_the_run_of_that_exact_name_else_every_run_containing_it():
-    """``--only lr1e-3-e3-s2`` once went on to ``cos-lr1e-3-e3-s2``, whose name contains it."""
-    plan = settings.plan(CPU)
-    names = [p.name(s) for p, s in plan]
-    assert {"lr1e-3-e3-s2", "cos-lr1e-3-e3-s2"} <= set(names)
-    assert [n for n in names if runner.selected(n, "lr1e-3-e3-s2", plan)] == ["lr1e-3-e3-s2"]
-    assert {n for n in names if runner.selected(n, "lr1e-3-e3", plan)} == {
-        "lr1e-3-e3-s1", "lr1e-3-e3-s2", "cos-lr1e-3-e3-s1", "cos-lr1e-3-e3-s2"
-    }  # fmt: skip
-    assert all(runner.selected(n, None, plan) for n in names)
-
-
-def test_start_anyway_reaches_the_budget_loop_from_either_harness(monkeypatch):
-    """The peer's 20-epoch run needs hours and a checkpoint too large to carry: only
-    ``--start-anyway`` starts it in a shorter session (it resumes on this machine next call)."""
-    import cpu_claims
-    from claims import cli
-
-    calls = []
-    monkeypatch.setattr(cli, "run_grid", lambda *args: calls.append(args))
-    speedrun.main(["--budget-min", "5", "--start-anyway", "--only", "peer-e20-s1"])
-    cpu_claims.main(["--budget-min", "5"])
-    (_, plan, script, budget, _, only, anyway, until, _), (*_, anyway_claims, _, prepare) = calls
-    assert (script.name, budget, only, anyway, until) == ("speedrun.py", 5.0, "peer-e20-s1", True, None)
-    assert any(p.name(s) == "peer-e20-s1" for p, s in plan) and anyway_claims is False and prepare is None
