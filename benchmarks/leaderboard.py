@@ -4,6 +4,7 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py plan [--round A|B|C] # one "tag|main_pretrain.py arguments" line a screen
     python benchmarks/leaderboard.py records [--minutes 60 [--tail 20]] # each pick's record runs, as plan's
     python benchmarks/leaderboard.py split --method mmcr [--minutes 60 --tail 20]  # a lever at a record's length
+    python benchmarks/leaderboard.py split --method mmcr --warmup 3 --peak 1.6e-2  # a warm-up to a higher lr
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
 
@@ -36,7 +37,9 @@ What 3-epoch screens cannot see, a lever at a record's length (the lr's tail ove
 last minutes, ``scheduler.tail_minutes``), is tried as ``split`` plans it: a pick's record line with
 ``data.holdout=5000`` held out, once at its constant lr and once with the lever, on one seed at a
 time. Its holdout kNN decides (kept only where it helps on two seeds); the test set is read beside
-it for the records that follow, never to choose.
+it for the records that follow, never to choose. A warm-up to a higher peak lr (``split --warmup 3
+--peak 1.6e-2``) is the run with the tail at that lr, its lr rising from zero over the first minutes,
+read against the pick's run with the tail.
 
 The plans (screens, picks, record and split lines) are ``leaderboard_plan.py``'s; this module
 collects the runs and writes the tables. To run a plan, one screen at a time and nothing else
@@ -58,6 +61,7 @@ from leaderboard_plan import (
     RECORD_MINUTES,
     RECORD_SEEDS,
     edge_screens,
+    lever_base,
     picks,
     record_lines,
     record_of,
@@ -65,6 +69,7 @@ from leaderboard_plan import (
     screens,
     split_lines,
     split_of,
+    warmup_line,
 )
 from own_clock import copy_small_files, machine, machine_key, record, within
 
@@ -85,7 +90,7 @@ SPLIT_START = (
     "<!-- levers at a record's length: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
 )
 SPLIT_END = "<!-- end of the levers at a record's length -->"
-#: the README's headline: the comparison with the best peer alone (the tables stay in ``PAGE``)
+#: the README's headline: the comparison with the best peer in short (the tables stay in ``PAGE``)
 README = PAGE.parents[1] / "README.md"
 VERSUS_START = "<!-- ours against the best tuned peer: made by `python benchmarks/leaderboard.py report` -->"
 VERSUS_END = "<!-- end of ours against the best tuned peer -->"
@@ -153,41 +158,82 @@ def row(folder: Path) -> Dict[str, object]:
 
 def against_best_peer(
     rows: Sequence[Dict[str, object]], curves: Dict[str, List[Dict[str, str]]]
-) -> Tuple[str, List[str]]:
+) -> Tuple[Dict[str, object], List[Dict[str, object]]]:
     """The records' comparison on one CPU kind: the best of solo-learn's methods by its mean final
-    test kNN over its records on it, and for each record of ours, the training minutes and the
-    epochs from which its curve stays at or above that kNN, against the peer's mean minutes and epochs."""
+    test kNN over its records on it (``{}``: none recorded), and for each record of ours, the
+    training minutes and the epoch from which its curve stays at or above that kNN (``None``: it
+    does not), set against the peer's mean minutes and epochs."""
     ours = {m.key for m in METHODS if m.ours}
     by_setting: Dict[str, List[Dict[str, object]]] = {}
     for r in rows:
         by_setting.setdefault(str(r["setting"]), []).append(r)
     peers = {k: v for k, v in by_setting.items() if k.split("-")[0] not in ours}
     if not peers:
-        return "", []
+        return {}, []
     best = max(peers, key=lambda k: sum(float(r["final_knn"]) for r in peers[k]) / len(peers[k]))
-    level = sum(float(r["final_knn"]) for r in peers[best]) / len(peers[best])
-    minutes = sum(float(r["train_minutes"]) for r in peers[best]) / len(peers[best])
-    epochs = sum(int(r["epochs"]) for r in peers[best]) / len(peers[best])
-    head = (
-        f"the best of solo-learn's methods recorded on it: {best}, {level:.2f}% test kNN after {minutes:.1f} training "
-        f"minutes and {epochs:g} epochs (mean of {len(peers[best])} record(s))"
-    )
-    lines = []
+    runs = peers[best]
+
+    def mean(column: str) -> float:
+        return sum(float(r[column]) for r in runs) / len(runs)
+
+    peer = {"setting": best, "records": len(runs), "knn": mean("final_knn"), "minutes": mean("train_minutes"),
+            "epochs": mean("epochs")}  # fmt: skip
+    versus = []
     for r in rows:
         if str(r["setting"]).split("-")[0] not in ours:
             continue
         curve = curves[str(r["run"])]
-        values = [float(c["knn_val_acc1"]) for c in curve]
-        at = stays_at_or_above(values, level)
-        if at is None:
-            lines.append(f"{r['run']}: does not stay at or above {level:.2f}% within its {r['train_minutes']} minutes")
+        at = stays_at_or_above([float(c["knn_val_acc1"]) for c in curve], float(peer["knn"]))
+        versus.append({"run": r["run"], "setting": r["setting"], "train_minutes": r["train_minutes"],
+                       "minutes": None if at is None else float(curve[at]["train_seconds"]) / 60,
+                       "epoch": None if at is None else int(curve[at]["epoch"]) + 1})  # fmt: skip
+    return peer, versus
+
+
+def versus_lines(peer: Dict[str, object], versus: Sequence[Dict[str, object]]) -> List[str]:
+    """The comparison in full: the peer, then one line per record of ours."""
+    level, minutes = float(peer["knn"]), float(peer["minutes"])
+    lines = [
+        f"the best of solo-learn's methods recorded on it: {peer['setting']}, {level:.2f}% test kNN after "
+        f"{minutes:.1f} training minutes and {peer['epochs']:g} epochs (mean of {peer['records']} record(s))"
+    ]
+    for v in versus:
+        if v["minutes"] is None:
+            lines.append(f"{v['run']}: does not stay at or above {level:.2f}% within its {v['train_minutes']} minutes")
             continue
-        t = float(curve[at]["train_seconds"]) / 60
+        t = float(v["minutes"])
         lines.append(  # time = epochs x pace: the epochs are the part a slower or faster VM hour cannot move
-            f"{r['run']}: stays at or above {level:.2f}% from {t:.1f} training minutes: {minutes / t:.2f}x less "
-            f"time; from its epoch {int(curve[at]['epoch']) + 1}, against the peer's {epochs:g}"
+            f"{v['run']}: stays at or above {level:.2f}% from {t:.1f} training minutes: {minutes / t:.2f}x less "
+            f"time; from its epoch {v['epoch']}, against the peer's {peer['epochs']:g}"
         )
-    return head, lines
+    return lines
+
+
+HEADLINE_HEAD = [
+    "| CPU kind | ours | best tuned peer: its kNN at the end, minutes | ours stays at or above it from (min, per seed) "
+    "| less time | from epoch (peer's) |",
+    "|---|---|---|---|---|---|",
+]
+
+
+def headline_rows(kind: str, peer: Dict[str, object], versus: Sequence[Dict[str, object]]) -> List[str]:
+    """The comparison in short, for the README: one row per setting of ours, its seeds side by side
+    ("never": that seed's curve does not stay at or above the peer's kNN)."""
+    by_setting: Dict[str, List[Dict[str, object]]] = {}
+    for v in versus:
+        by_setting.setdefault(str(v["setting"]), []).append(v)
+    minutes = float(peer["minutes"])
+    rows = []
+    for setting, vs in by_setting.items():
+        at = [None if v["minutes"] is None else float(v["minutes"]) for v in vs]
+        cells = (
+            " / ".join("never" if t is None else f"{t:.1f}" for t in at),
+            " / ".join("-" if t is None else f"{minutes / t:.2f}x" for t in at),
+            " / ".join("-" if v["epoch"] is None else str(v["epoch"]) for v in vs) + f" ({peer['epochs']:g})",
+        )
+        rows.append(f"| {kind} | {setting} | {peer['setting']}: {float(peer['knn']):.2f}%, {minutes:.1f} | "
+                    + " | ".join(cells) + " |")  # fmt: skip
+    return rows
 
 
 def beyond_line(r: Dict[str, object]) -> str:
@@ -226,13 +272,14 @@ def plot_records(
     plt.close(fig)
 
 
-def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: Sequence[Path] = (README,)) -> str:
+def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline_pages: Sequence[Path] = (README,)) -> str:
     """``records.csv`` (every record, its ``machine``) and ``records.md`` in ``out``, from the records
     collected in ``out/records/<machine_key>``: per CPU kind, its table, then its records of ours
     against the best peer recorded on that kind, and ``records_<machine_key>.png``. The tables go
-    between the records' markers of each page in ``pages``, the comparisons alone (not the readings
-    past ``RECORD_MINUTES``) between the headline markers of each page in ``headline``."""
-    everything, longer, lines, comparisons = [], [], [], []
+    between the records' markers of each page in ``pages``; the comparisons in short (a row per
+    setting of ours and CPU kind, not the readings past ``RECORD_MINUTES``) between the headline
+    markers of each page in ``headline_pages``."""
+    everything, longer, lines, headline = [], [], [], []
     for kind in sorted(p for p in (out / "records").glob("*") if p.is_dir()):
         rows, curves, beyond = [], {}, []
         for knn in sorted(kind.glob(f"*/{EPOCH_KNN}")):
@@ -255,11 +302,13 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: S
             to = [r[f"min_to_{t}"] or "-" for t in (50, 55, 60)]
             lines.append(f"| {r['method']} | {r['setting']} | {r['seed']} | {r['epochs']} | {r['train_minutes']} "
                          f"| {float(r['final_knn']):.2f} | {' | '.join(map(str, to))} |")  # fmt: skip
-        head, versus = against_best_peer(rows, curves)
-        comparison = [f"On {cpu}, against {head}:", ""] + [f"- {v}" for v in versus] if head else [
-            f"On {cpu}: no record of a peer yet."]  # fmt: skip
-        lines += ["", *comparison, ""]
-        comparisons += [*comparison, ""]
+        peer, versus = against_best_peer(rows, curves)
+        if peer:
+            head, *each = versus_lines(peer, versus)
+            lines += ["", f"On {cpu}, against {head}:", "", *[f"- {v}" for v in each], ""]
+            headline += headline_rows(kind.name, peer, versus)
+        else:
+            lines += ["", f"On {cpu}: no record of a peer yet.", ""]
         if beyond:
             lines += [f"Trained on past {RECORD_MINUTES:g} minutes (a constant lr: the rows above are these runs "
                       f"read as their first {RECORD_MINUTES:g} minutes):", ""]  # fmt: skip
@@ -272,8 +321,9 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline: S
         write_csv(out / "beyond.csv", longer)
     table = "\n".join(lines).rstrip() + "\n"
     write_table(table, out / "records.md", pages, RECORDS_START, RECORDS_END)
-    for page in headline:
-        page.write_text(replace_between(page.read_text(), VERSUS_START, VERSUS_END, comparisons[:-1]))
+    block = HEADLINE_HEAD + headline if headline else ["No record of a peer yet."]
+    for page in headline_pages:
+        page.write_text(replace_between(page.read_text(), VERSUS_START, VERSUS_END, block))
     return table
 
 
@@ -286,6 +336,15 @@ def keep_verdict(gains: Sequence[float], seeds: int = len(RECORD_SEEDS)) -> str:
     if helps == len(gains):
         return f"kept: it helps on all {len(gains)} seeds ({mean})"
     return f"not kept: it helps on {helps} of {len(gains)} seeds ({mean})"
+
+
+def base_run(run: Dict[str, object], rows: Sequence[Dict[str, object]]) -> Optional[Dict[str, object]]:
+    """The split run a lever's run is read against: the same method and seed, one lever word fewer
+    (``lever_base``), of its own setting where there is one (a warm-up to a higher peak lr: the
+    method's run at its pick)."""
+    base = lever_base(str(run["lever"]))
+    twins = [c for c in rows if (c["method"], c["seed"], c["lever"]) == (run["method"], run["seed"], base)]
+    return min(twins, key=lambda c: c["setting"] != run["setting"], default=None)
 
 
 def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
@@ -315,12 +374,14 @@ def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
         lines.append("")
         gains: Dict[Tuple[str, str], List[float]] = {}
         for r in rows:
-            twin = [c for c in rows if (c["setting"], c["seed"], c["lever"]) == (r["setting"], r["seed"], "const")]
-            if r["lever"] != "const" and twin:
-                gain = float(r["final_knn"]) - float(twin[0]["final_knn"])
-                gains.setdefault((str(r["setting"]), str(r["lever"])), []).append(gain)
-                lines.append(f"- {r['setting']}, seed {r['seed']}: {r['lever']} against the constant lr, at the end on "
-                             f"the holdout: {gain:+.2f} points")  # fmt: skip
+            twin = base_run(r, rows)
+            if r["lever"] == "const" or twin is None:
+                continue
+            gain = float(r["final_knn"]) - float(twin["final_knn"])
+            gains.setdefault((str(r["setting"]), str(r["lever"])), []).append(gain)
+            against = "the constant lr" if twin["lever"] == "const" else f"{twin['setting']} with {twin['lever']}"
+            lines.append(f"- {r['setting']}, seed {r['seed']}: {r['lever']} against {against}, at the end on "
+                         f"the holdout: {gain:+.2f} points")  # fmt: skip
         lines += [f"- {lever} on {setting}: {keep_verdict(seen)}" for (setting, lever), seen in gains.items()]
         lines.append("")
         everything += rows
@@ -380,6 +441,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     split.add_argument("--minutes", type=float, default=60.0, help="the training minutes of both runs")
     split.add_argument("--tail", type=float, default=20.0, help="the lr's tail: the budget's last minutes")
     split.add_argument("--seed", type=int, default=1)
+    split.add_argument("--warmup", type=float, default=0.0,
+                       help="with --peak: the lever is a warm-up over these first minutes to the lr --peak, "
+                            "read against the pick with the tail (one line)")  # fmt: skip
+    split.add_argument("--peak", help="the warm-up's constant lr, e.g. 1.6e-2")
     args = parser.parse_args(argv)
     if args.action == "plan":
         for s in edge_screens(read_csv(OUT / "screens.csv")) if args.round == "C" else screens(args.round):
@@ -391,7 +456,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print("\n".join(record_lines(read_csv(OUT / "screens.csv"), args.minutes, args.tail)))
     elif args.action == "split":
         screens_csv = read_csv(OUT / "screens.csv")
-        print("\n".join(split_lines(screens_csv, args.method, args.minutes, args.tail, args.seed)))
+        if args.warmup or args.peak:
+            print(
+                warmup_line(screens_csv, args.method, args.minutes, args.tail, args.seed, args.warmup, args.peak or "0")
+            )
+        else:
+            print("\n".join(split_lines(screens_csv, args.method, args.minutes, args.tail, args.seed)))
     else:
         print(report(), end="")
         print(report_records(), end="")

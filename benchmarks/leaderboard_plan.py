@@ -144,19 +144,30 @@ def record_of(tag: str) -> Optional[Screen]:
     return screen_of(stem if stem and tail.replace(".", "", 1).isdigit() else setting)
 
 
-def split_tag(screen: Screen, minutes: float, tail: float, seed: int) -> str:
-    """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20 (or ``const``)."""
-    return f"split{minutes:g}-{screen.tag}-{f'tail{tail:g}' if tail else 'const'}-s{seed}"
+def split_tag(screen: Screen, minutes: float, tail: float, seed: int, warmup: float = 0) -> str:
+    """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20
+    (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up."""
+    lever = "-".join([*([f"warm{warmup:g}"] if warmup else []), f"tail{tail:g}" if tail else "const"])
+    return f"split{minutes:g}-{screen.tag}-{lever}-s{seed}"
 
 
 def split_of(tag: str) -> Optional[Tuple[Screen, str, str]]:
     """The (screen, lever, seed) a ``split_tag`` names, or None."""
     head, _, rest = tag.partition("-")
-    parts = rest.rsplit("-", 2)
-    if not head.startswith("split") or len(parts) != 3 or not parts[2].startswith("s"):
+    rest, _, seed = rest.rpartition("-s")
+    if not head.startswith("split") or not seed.isdigit():
         return None
-    screen = screen_of(parts[0])
-    return None if screen is None else (screen, parts[1], parts[2][1:])
+    parts = rest.split("-")  # the screen's tag, then the lever's words; an lr may hold a "-" (8e-3)
+    for cut in range(len(parts) - 1, 0, -1):
+        if (screen := screen_of("-".join(parts[:cut]))) is not None:
+            return screen, "-".join(parts[cut:]), seed
+    return None
+
+
+def lever_base(lever: str) -> str:
+    """The lever a split run is read against: one word fewer (``warm3-tail20``: ``tail20``;
+    ``tail20``: ``const``)."""
+    return lever.partition("-")[2] or "const"
 
 
 def split_lines(rows: Sequence[Dict[str, object]], method: str, minutes: float, tail: float, seed: int) -> List[str]:
@@ -177,6 +188,23 @@ def split_lines(rows: Sequence[Dict[str, object]], method: str, minutes: float, 
         f"{split_tag(screen, minutes, 0, seed)}|{' '.join(args)}",
         f"{split_tag(screen, minutes, tail, seed)}|{' '.join(args)} ++scheduler.tail_minutes={tail:g}",
     ]
+
+
+def warmup_line(
+    rows: Sequence[Dict[str, object]], method: str, minutes: float, tail: float, seed: int, warmup: float, peak: str
+) -> str:
+    """``tag|arguments`` of a warm-up to a higher peak lr at a record's length, read on the split
+    against ``split_lines``'s run with the tail (its ``lever_base``): that run's arguments at the
+    constant lr ``peak``, reached from zero over the first ``warmup`` training minutes."""
+    if not warmup or not tail or float(peak) <= 0:
+        raise SystemExit("a warm-up lever needs --warmup minutes, --tail minutes and a --peak lr above zero")
+    base = split_lines(rows, method, minutes, tail, seed)[1]
+    tag, _, args = base.partition("|")
+    screen = split_of(tag)[0]  # type: ignore[index]
+    to = Screen(screen.method, screen.optimizer, peak)
+    words = [f"optimizer.lr={peak}" if a == f"optimizer.lr={screen.lr}" else a for a in args.split()]
+    assert f"optimizer.lr={peak}" in words, base
+    return f"{split_tag(to, minutes, tail, seed, warmup)}|{' '.join(words)} ++scheduler.warmup_minutes={warmup:g}"
 
 
 def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:

@@ -2,8 +2,8 @@
 
 Layers, bottom up (imports only point down):
 ``losses/``, ``backbones/`` (pure torch; ``losses.objectives`` is the Barlow Twins / VICReg
-family's vocabulary), ``beta_rule``, ``lr_tail_factor`` and ``peak_ram`` (pure Python: the
-small-projector rule, the lr's linear tail, a run's peak-RAM arithmetic), ``files`` (atomic
+family's vocabulary), ``beta_rule``, ``lr_ramps`` and ``peak_ram`` (pure Python: the
+small-projector rule, the lr's warm-up and tail, a run's peak-RAM arithmetic), ``files`` (atomic
 writes, CSV / JSON), ``runs`` (run folders on disk, their checkpoints), ``run_lock`` (the run
 lock), ``errors``; ``config/`` (checks of a composed config; ``config.views`` owns the view
 count m); ``data/`` (solo-learn's datasets, transforms and loaders, one module a job, the

@@ -63,6 +63,7 @@ PLUGIN_KEYS = (
     "wandb.tags",
     "auto_resume.accept_changes",
     "scheduler.tail_epochs",
+    "scheduler.warmup_minutes",
     "scheduler.tail_minutes",
     "method_kwargs.beta_c",
     "method_kwargs.beta_multiview_factor",

@@ -38,10 +38,10 @@ SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_op
 
 
 def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
-    """Batch size, epochs, optimizer, scheduler (and its tail, ``scheduler.tail_epochs`` or
-    ``scheduler.tail_minutes``: a constant lr's linear decay to zero over the last epochs, or the
-    budget's last minutes, train/lr_tail.py), precision and
-    :data:`TRAINING_RULES`."""
+    """Batch size, epochs, optimizer, scheduler (and a constant lr's ramps, train/lr_ramps.py: its
+    warm-up over the first training minutes, ``scheduler.warmup_minutes``; its tail, a linear decay
+    to zero over the last epochs, ``scheduler.tail_epochs``, or the budget's last minutes,
+    ``scheduler.tail_minutes``), precision and :data:`TRAINING_RULES`."""
     batch_size = select(cfg, "optimizer.batch_size")
     if not is_int(batch_size) or batch_size < 2:
         raise ConfigError(f"optimizer.batch_size={batch_size!r}: must be an integer >= 2 (batch statistics)")
@@ -62,11 +62,12 @@ def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
     if not is_int(tail) or not 0 <= tail <= max_epochs:
         raise ConfigError(f"scheduler.tail_epochs={tail!r}: must be an integer in [0, max_epochs={max_epochs}]")
     check_tail_minutes(cfg, tail)
-    for key in ("tail_epochs", "tail_minutes"):
+    check_warmup_minutes(cfg)
+    for key in ("warmup_minutes", "tail_epochs", "tail_minutes"):
         if select(cfg, f"scheduler.{key}", 0) and scheduler != "none":
             raise ConfigError(
-                f"scheduler.{key}={select(cfg, f'scheduler.{key}')} decays a constant lr, but scheduler.name="
-                f"{scheduler!r} has its own decay: set scheduler.name=none, or scheduler.{key}=0"
+                f"scheduler.{key}={select(cfg, f'scheduler.{key}')} ramps a constant lr, but scheduler.name="
+                f"{scheduler!r} has its own schedule: set scheduler.name=none, or scheduler.{key}=0"
             )
     precision = str(select(cfg, "precision", "32"))
     if precision not in PRECISIONS:
@@ -96,6 +97,23 @@ def check_tail_minutes(cfg: DictConfig, tail_epochs: int) -> None:
     if tail_epochs:
         raise ConfigError(
             f"scheduler.tail_minutes={minutes} and scheduler.tail_epochs={tail_epochs}: choose one tail, the other 0"
+        )
+
+
+def check_warmup_minutes(cfg: DictConfig) -> None:
+    """``scheduler.warmup_minutes``: the first training minutes over which a constant lr rises
+    from zero; with a time budget, it and the tail must fit in it."""
+    minutes = select(cfg, "scheduler.warmup_minutes", 0)
+    if minutes in (0, None):
+        return
+    if not is_number(minutes) or minutes < 0:
+        raise ConfigError(f"scheduler.warmup_minutes={minutes!r}: give training minutes >= 0 (e.g. 2), or 0 for none")
+    budget = select(cfg, "epoch_knn.stop_after_minutes") if select(cfg, "epoch_knn.enabled", False) else None
+    tail = select(cfg, "scheduler.tail_minutes", 0) or 0
+    if is_number(budget) and budget > 0 and minutes + tail > budget:
+        raise ConfigError(
+            f"scheduler.warmup_minutes={minutes} and scheduler.tail_minutes={tail} overlap in the budget, "
+            f"epoch_knn.stop_after_minutes={budget}: give a warm-up of at most {budget - tail:g} minutes"
         )
 
 

@@ -95,6 +95,11 @@ def model_card(config: Dict[str, Any]) -> str:
         f"- {train['dataset']}, data fraction {train['data_fraction']}; {train['epochs_trained']} of "
         f"{train['max_epochs']} epochs, {train['steps']} steps, {train['views_seen']} views seen",
         f"- optimizer {json.dumps(train['optimizer'])}, scheduler {train['scheduler']}"
+        + (
+            f" (lr linear from zero over the first {w:g} training minutes)"
+            if (w := train.get("lr_warmup_minutes"))
+            else ""
+        )
         + (f" (lr linear to zero over the last {n} epochs)" if (n := train.get("lr_tail_epochs")) else "")
         + (f" (lr linear to zero over the last {t:g} training minutes)" if (t := train.get("lr_tail_minutes")) else "")
         + f", precision {train['precision']}",

@@ -170,6 +170,7 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
         "views_seen": step * int(optimizer.get("batch_size", 0)) * processes * m,
         "optimizer": {k: optimizer.get(k) for k in ("name", "lr", "batch_size", "weight_decay")},
         "scheduler": scheduler.get("name"),
+        "lr_warmup_minutes": float(scheduler.get("warmup_minutes") or 0),  # scheduler.warmup_minutes
         "lr_tail_epochs": int(scheduler.get("tail_epochs") or 0),  # scheduler.tail_epochs
         "lr_tail_minutes": float(scheduler.get("tail_minutes") or 0),  # scheduler.tail_minutes
         "precision": args.get("precision"),

@@ -28,7 +28,7 @@ from mvssl_plugin.train.checkpoints import AtomicCheckpointer
 from mvssl_plugin.train.epoch_knn import EpochKNN
 from mvssl_plugin.train.epoch_line import EpochSummary
 from mvssl_plugin.train.finite_loss import FiniteLoss
-from mvssl_plugin.train.lr_tail import LinearTail
+from mvssl_plugin.train.lr_ramps import LrRamps
 from mvssl_plugin.train.progress_lines import LogProgress
 from mvssl_plugin.train.resume import resume_checkpoint
 from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
@@ -98,11 +98,10 @@ def build_trainer(
         callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets, clock=run_log))
     if select(cfg, "effective_rank.enabled", False):
         callbacks.append(EffectiveRank(cfg.effective_rank.num_samples))
-    if select(cfg, "scheduler.tail_epochs", 0):
-        callbacks.append(LinearTail(tail_epochs=cfg.scheduler.tail_epochs))
-    if select(cfg, "scheduler.tail_minutes", 0):
-        budget = cfg.epoch_knn.stop_after_minutes
-        callbacks.append(LinearTail(tail_minutes=cfg.scheduler.tail_minutes, budget_minutes=budget, clock=run_log))
+    ramps = {key: select(cfg, f"scheduler.{key}", 0) or 0 for key in ("warmup_minutes", "tail_epochs", "tail_minutes")}
+    if any(ramps.values()):
+        budget = select(cfg, "epoch_knn.stop_after_minutes") if ramps["tail_minutes"] else None
+        callbacks.append(LrRamps(**ramps, budget_minutes=budget, clock=run_log))
     # the caller's epoch work (a benchmark's evaluation row) ends before the epoch's checkpoint
     # too: a crash in it then costs the epoch again on resume, not its row forever
     callbacks += list(extra_callbacks)

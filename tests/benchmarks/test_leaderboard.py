@@ -205,12 +205,14 @@ def test_the_records_table_sets_each_of_ours_against_the_best_peers_accuracy_at_
     page.write_text(f"{leaderboard.RECORDS_START}\nstale table\n{leaderboard.RECORDS_END}\n")
     readme = tmp_path / "README.md"
     readme.write_text(f"# top\n{leaderboard.VERSUS_START}\nstale\n{leaderboard.VERSUS_END}\nkept\n")
-    table = leaderboard.report_records(out=tmp_path / "out", pages=[page], headline=[readme])
+    table = leaderboard.report_records(out=tmp_path / "out", pages=[page], headline_pages=[readme])
     assert "stale table" not in page.read_text() and table.rstrip() in page.read_text()
-    # the README gets the comparison alone, not the table, and keeps its other lines
+    # the README gets the comparison in short, a row per setting of ours with its seeds side by side,
+    # not the table, and keeps its other lines
     assert readme.read_text().startswith("# top\n") and readme.read_text().endswith("\nkept\n")
     assert "stale" not in readme.read_text() and "| mabt |" not in readme.read_text()
-    assert "- record-mabt-adam-4e-3-s1: stays at or above 55.00% from 20.0" in readme.read_text()
+    short = f"| {here} | mabt-adam-4e-3 | simclr-lars-0.2: 55.00%, 30.0 | 20.0 / never | 1.50x / - | 4 / - (3) |"
+    assert short in readme.read_text().splitlines()
     assert "simclr-lars-0.2, 55.00% test kNN after 30.0 training minutes and 3 epochs (mean of 2 record(s))" in table
     # 1.5x less time in more epochs (4 of 5 minutes against 3 of 10): the method's epochs are cheaper
     assert (
@@ -244,12 +246,14 @@ def test_records_are_compared_only_with_peers_recorded_on_the_same_cpu_kind(tmp_
                                                   "isa": "avx2"})  # fmt: skip
     readme = tmp_path / "README.md"
     readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
-    table = leaderboard.report_records(out=out, pages=[], headline=[readme])
+    table = leaderboard.report_records(out=out, pages=[], headline_pages=[readme])
     # here: the peer's 54.00, ours from its second epoch (20 minutes); there: that kind's peer's 60.00,
     # which ours never reaches
     assert "- record-mabt-adam-4e-3-s1: stays at or above 54.00% from 20.0 training minutes: 1.50x" in table
     assert "On Slow CPU (family 1 model 2), 2 cores, avx2, against the best of solo-learn's methods recorded on it: " \
-           "simclr-lars-0.2, 60.00%" in readme.read_text()  # fmt: skip
+           "simclr-lars-0.2, 60.00%" in table  # fmt: skip
+    assert "| slow-cpu-1-2 | mabt-adam-4e-3 | simclr-lars-0.2: 60.00%, 30.0 | never | - | - (3) |" in readme.read_text()
+    assert f"| {here} | mabt-adam-4e-3 | simclr-lars-0.2: 54.00%, 30.0 | 20.0 | 1.50x | 2 (3) |" in readme.read_text()
     assert "- record-mabt-adam-4e-3-s1: does not stay at or above 60.00% within its 30.0 minutes" in table
     rows = read_csv(out / "records.csv")
     assert sorted(r["machine"] for r in rows) == sorted([here, here, "slow-cpu-1-2", "slow-cpu-1-2"])
@@ -265,7 +269,7 @@ def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tm
     leaderboard.collect(runs, out=tmp_path / "out")
     readme = tmp_path / "README.md"
     readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
-    table = leaderboard.report_records(out=tmp_path / "out", pages=[], headline=[readme])
+    table = leaderboard.report_records(out=tmp_path / "out", pages=[], headline_pages=[readme])
     # its row is the run as a 30-minute stop would have ended it: 6 epochs, 63.00
     assert "| mavicreg | mavicreg-adam-4e-3 | 2 | 6 | 30.0 | 63.00 | 5.0 | 10.0 | 20.0 |" in table
     assert "- record-mavicreg-adam-4e-3-s2: stays at or above 60.00% from 20.0 training minutes: 1.50x" in table
@@ -302,7 +306,10 @@ def test_a_record_with_the_lrs_tail_is_its_constant_record_line_plus_the_tail_an
     _record(runs, "record-mmcr-adam-4e-3-tail20-s1", "mmcr", [50.0, 58.0, 63.0, 66.0, 68.0, 70.5], 10.0, stop=60)
     (copied,) = leaderboard.collect(runs, out=tmp_path / "out")
     assert copied.parent.parent.name == "records"
-    leaderboard.report_records(out=tmp_path / "out", pages=[], headline=[])
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
+    leaderboard.report_records(out=tmp_path / "out", pages=[], headline_pages=[readme])
+    assert "No record of a peer yet." in readme.read_text()  # ours alone: nothing to set it against
     ((_, row),) = {r["run"]: r for r in read_csv(tmp_path / "out" / "records.csv")}.items()
     # its setting names the tail; its record row reads the first 30 minutes, before the tail starts at 40
     assert (row["setting"], row["epochs"], row["final_knn"]) == ("mmcr-adam-4e-3-tail20", "3", "63.0")
@@ -356,3 +363,39 @@ def test_a_lever_is_kept_only_where_it_helps_on_every_one_of_two_seeds():
     assert leaderboard.keep_verdict([1.5, 0.25]) == "kept: it helps on all 2 seeds (mean +0.88 points)"
     assert leaderboard.keep_verdict([1.5, -0.5]) == "not kept: it helps on 1 of 2 seeds (mean +0.50 points)"
     assert leaderboard.keep_verdict([0.0, 0.0]).startswith("not kept: it helps on 0 of 2")
+
+
+def test_a_warm_up_to_a_higher_peak_is_the_picks_tailed_split_line_at_that_lr_with_the_warm_up():
+    rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
+    _, tail = plans.split_lines(rows, "mmcr", minutes=60, tail=20, seed=2)
+    warm = plans.warmup_line(rows, "mmcr", minutes=60, tail=20, seed=2, warmup=3, peak="1.6e-2")
+    assert warm.split("|")[0] == "split60-mmcr-adam-1.6e-2-warm3-tail20-s2"
+    words, base = warm.split("|")[1].split(), tail.split("|")[1].split()
+    # the lr and the warm-up are the two differences from the run it is read against
+    assert set(words) - set(base) == {"optimizer.lr=1.6e-2", "++scheduler.warmup_minutes=3"}
+    assert set(base) - set(words) == {"optimizer.lr=8e-3"}
+    screen, lever, seed = plans.split_of("split60-mmcr-adam-1.6e-2-warm3-tail20-s2")
+    assert (screen.tag, lever, seed) == ("mmcr-adam-1.6e-2", "warm3-tail20", "2")
+    assert [plans.lever_base(x) for x in ("warm3-tail20", "tail20")] == ["tail20", "const"]
+    with pytest.raises(SystemExit, match="needs --warmup minutes, --tail minutes and a --peak lr"):
+        plans.warmup_line(rows, "mmcr", minutes=60, tail=20, seed=2, warmup=0, peak="1.6e-2")
+
+
+def test_a_warm_up_to_a_higher_peak_is_read_against_the_picks_run_with_the_tail(tmp_path):
+    runs = tmp_path / "runs"
+    for tag, holdout in (
+        ("split60-mmcr-adam-8e-3-const-s1", [60.0, 66.0, 67.5]),
+        ("split60-mmcr-adam-8e-3-tail20-s1", [60.0, 66.5, 69.0]),
+        ("split60-mmcr-adam-1.6e-2-warm3-tail20-s1", [58.0, 67.0, 69.75]),
+    ):
+        _record(runs, tag, "mmcr", holdout, 20.0, stop=60)
+        (knn,) = (runs / tag).rglob(EPOCH_KNN)
+        write_csv(knn, [{**r, "knn_holdout_acc1": h} for r, h in zip(read_csv(knn), holdout)])
+    leaderboard.collect(runs, out=tmp_path / "out")
+    table = leaderboard.report_split(out=tmp_path / "out", pages=[])
+    assert "- mmcr-adam-8e-3, seed 1: tail20 against the constant lr, at the end on the holdout: +1.50 points" in table
+    assert (
+        "- mmcr-adam-1.6e-2, seed 1: warm3-tail20 against mmcr-adam-8e-3 with tail20, at the end on the holdout: "
+        "+0.75 points" in table
+    )
+    assert "- warm3-tail20 on mmcr-adam-1.6e-2: 1 of 2 seeds run: not decided" in table

@@ -1,11 +1,16 @@
-"""The learning rate's tail: a constant lr, then a straight line to zero over the end of a run.
+"""The constant learning rate's two ramps: up from zero over a run's first minutes (the warm-up),
+down to zero over its end (the tail). Pure Python.
 
 A constant lr lets a run go on from any shorter run of its training (the speedrun's 74 epochs
 from its 18), but its kNN flattens late in a long run (docs/speedrun.md). Decaying only at the
 end keeps that property for everything before the tail: such a run is its constant twin until
 the tail starts, and can go on from the twin's checkpoint there. The run's length is counted in
 optimizer steps (``scheduler.tail_epochs``) or in seconds of its own training clock
-(``scheduler.tail_minutes``, for a run with a time budget); the line is the same. Pure Python.
+(``scheduler.tail_minutes``, for a run with a time budget); the line is the same.
+
+The warm-up (``scheduler.warmup_minutes``, on the same clock) lets a run start at a peak lr that
+diverges or loses when taken from the first step; the ramp is the usual linear one
+(Goyal et al., 2017, "Accurate, large minibatch SGD").
 """
 
 from __future__ import annotations
@@ -24,3 +29,11 @@ def tail_factor(now: float, end: float, tail: float) -> float:
     if tail == 0 or now < end - tail:
         return 1.0
     return max(0.0, (end - now) / tail)
+
+
+def warmup_factor(now: float, warmup: float) -> float:
+    """The lr's multiplier at training second ``now`` of a run whose first ``warmup`` seconds
+    are the warm-up: ``now / warmup`` inside it, ``1`` from its end on; ``warmup = 0`` is none."""
+    if warmup < 0 or now < 0:
+        raise ValueError(f"warmup={warmup} and now={now} must be >= 0")
+    return 1.0 if now >= warmup else now / warmup

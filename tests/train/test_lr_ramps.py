@@ -1,7 +1,8 @@
-"""``scheduler.tail_epochs`` and ``scheduler.tail_minutes`` as a user sets them: checked before
-any work, and through main_pretrain.py a constant lr that falls linearly to zero over the last
-epochs (also in a run that goes on from a constant run's checkpoint, which holds no scheduler
-state) or over the last minutes of the run's time budget, on its training clock."""
+"""``scheduler.warmup_minutes``, ``scheduler.tail_epochs`` and ``scheduler.tail_minutes`` as a user
+sets them: checked before any work, and through main_pretrain.py a constant lr that rises linearly
+from zero over the first training minutes, and falls linearly to zero over the last epochs (also in
+a run that goes on from a constant run's checkpoint, which holds no scheduler state) or over the
+last minutes of the run's time budget, on its training clock."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from helpers import assert_one_line, checked_config, run_entry, tiny_overrides
 from mvssl_plugin.config import check_training_keys
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.files import read_csv
-from mvssl_plugin.lr_tail_factor import tail_factor
+from mvssl_plugin.lr_ramps import tail_factor
 from mvssl_plugin.runs import EPOCH_KNN
-from mvssl_plugin.train.lr_tail import BASE_LR, LinearTail
+from mvssl_plugin.train.lr_ramps import BASE_LR, LrRamps
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -39,9 +40,16 @@ pytestmark = pytest.mark.usefixtures("one_thread")
             {"++scheduler.tail_minutes": 5, "epoch_knn.stop_after_minutes": 10, "scheduler.name": "warmup_cosine"},
             "set scheduler.name=none, or scheduler.tail_minutes=0",
         ),
+        ({"++scheduler.warmup_minutes": -2}, "scheduler.warmup_minutes=-2: give training minutes >= 0"),
+        ({"++scheduler.warmup_minutes": "two"}, "scheduler.warmup_minutes='two': give training minutes >= 0"),
+        ({"++scheduler.warmup_minutes": 2, "scheduler.name": "warmup_cosine"}, "or scheduler.warmup_minutes=0"),
+        (
+            {"++scheduler.warmup_minutes": 6, "++scheduler.tail_minutes": 5, "epoch_knn.stop_after_minutes": 10},
+            "overlap in the budget, epoch_knn.stop_after_minutes=10: give a warm-up of at most 5 minutes",
+        ),
     ],
 )
-def test_a_tail_the_run_cannot_take_is_refused_naming_the_fix(overrides, fragment):
+def test_a_ramp_the_run_cannot_take_is_refused_naming_the_fix(overrides, fragment):
     cfg = checked_config("speedrun_cpu.yaml", "cpu", **overrides)
     with pytest.raises(ConfigError) as error:
         check_training_keys(cfg, ("adam", "lars", "sgd", "adamw"))
@@ -52,7 +60,7 @@ def test_counted_in_minutes_the_lr_follows_the_training_clock():
     """A 60-minute budget, its last 20 the tail: the full lr before minute 40, half at 50, none
     in the epoch that runs past the budget."""
     clock = SimpleNamespace(seconds=0.0)
-    tail = LinearTail(tail_minutes=20, budget_minutes=60, clock=SimpleNamespace(train_now=lambda: clock.seconds))
+    tail = LrRamps(tail_minutes=20, budget_minutes=60, clock=SimpleNamespace(train_now=lambda: clock.seconds))
     weight = torch.nn.Parameter(torch.zeros(1))
     optimizer = torch.optim.SGD([{"params": [weight], "lr": 0.1}, {"params": [], "lr": 0.02}])
     seen = []
@@ -64,18 +72,36 @@ def test_counted_in_minutes_the_lr_follows_the_training_clock():
     assert seen == [pytest.approx(e) for e in expected]
 
 
+def test_the_warm_up_and_the_tail_multiply_on_one_clock():
+    """A 60-minute budget with a 5-minute warm-up and a 20-minute tail: a fifth of the lr at minute
+    1, all of it from 5 to 40, half at 50."""
+    clock = SimpleNamespace(seconds=0.0)
+    ramps = LrRamps(warmup_minutes=5, tail_minutes=20, budget_minutes=60,
+                    clock=SimpleNamespace(train_now=lambda: clock.seconds))  # fmt: skip
+    weight = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([weight], lr=0.01)
+    seen = []
+    for minutes in (0, 1, 5, 39, 50):
+        clock.seconds = 60.0 * minutes
+        ramps.on_train_batch_start(SimpleNamespace(optimizers=[optimizer], global_step=0), None, None, 0)
+        seen.append(optimizer.param_groups[0]["lr"])
+    assert seen == pytest.approx([0.0, 0.002, 0.01, 0.01, 0.005])
+    assert optimizer.param_groups[0][BASE_LR] == 0.01
+
+
 @pytest.mark.parametrize(
-    "kwargs",
+    "kwargs, fragment",
     [
-        {},
-        {"tail_minutes": 5},
-        {"tail_minutes": 5, "budget_minutes": 9},
-        {"tail_epochs": 2, "tail_minutes": 5, "budget_minutes": 9},
+        ({}, "give a warm-up or a tail"),
+        ({"tail_minutes": 5}, "tail_minutes needs budget_minutes"),
+        ({"tail_minutes": 5, "budget_minutes": 9}, "minutes need the run's clock"),
+        ({"warmup_minutes": 2}, "minutes need the run's clock"),
+        ({"tail_epochs": 2, "tail_minutes": 5, "budget_minutes": 9}, "not both"),
     ],
 )
-def test_a_tail_needs_one_length_and_minutes_need_a_budget(kwargs):
-    with pytest.raises(ValueError, match="give tail_epochs, or tail_minutes with budget_minutes"):
-        LinearTail(**kwargs)
+def test_a_ramp_needs_a_length_and_minutes_need_a_clock(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        LrRamps(**kwargs)
 
 
 def _lrs(ckpt) -> tuple:
@@ -160,6 +186,40 @@ def test_a_time_budgets_tail_lowers_the_lr_with_the_training_clock(tiny_cifar, t
 
     out = export(ckpt, tmp_path / "encoder", notify=lambda _: None)
     assert "lr linear to zero over the last 10 training minutes" in (out / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_warm_up_raises_the_lr_with_the_training_clock(tiny_cifar, tmp_path):
+    """speedrun_cpu.yaml with a 10-minute warm-up and no budget: a step at training second t takes
+    the constant lr x t / 600, so each epoch ends above the last one's lr, and no higher than its
+    clock at the epoch's end allows; the encoder's card says so."""
+    tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
+    args = [
+        *[o for o in tiny if not o.startswith("max_epochs")],
+        "max_epochs=2",
+        "data.val_fraction=-1",
+        "++scheduler.warmup_minutes=10",
+        "++checkpoint.keep_prev=true",
+        "name=warm",
+    ]
+    result = run_entry("main_pretrain.py", ["--config-name", "speedrun_cpu.yaml", *args], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (knn,) = tmp_path.rglob(EPOCH_KNN)
+    seconds = [float(r["train_seconds"]) for r in read_csv(knn)]
+    factors = []
+    for epoch in (0, 1):
+        (ckpt,) = tmp_path.rglob(f"*ep={epoch}.ckpt")
+        _, lrs, bases, schedulers = _lrs(ckpt)
+        assert schedulers == [] and None not in bases
+        factor = lrs[0] / bases[0]
+        assert lrs == pytest.approx([b * factor for b in bases])  # every group by the same factor
+        assert 0 < factor <= seconds[epoch] / 600
+        factors.append(factor)
+    assert factors[1] > factors[0]
+    from mvssl_plugin.encoder.export import export
+
+    out = export(ckpt, tmp_path / "encoder", notify=lambda _: None)
+    assert "lr linear from zero over the first 10 training minutes" in (out / "README.md").read_text()
 
 
 @pytest.mark.slow

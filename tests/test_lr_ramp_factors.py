@@ -1,10 +1,11 @@
-"""The lr's tail factor (mvssl_plugin/lr_tail_factor.py): constant, then a straight line to zero."""
+"""The constant lr's ramps (mvssl_plugin/lr_ramps.py): a straight line up from zero over the
+warm-up, constant, then a straight line down to zero over the tail."""
 
 from __future__ import annotations
 
 import pytest
 
-from mvssl_plugin.lr_tail_factor import tail_factor
+from mvssl_plugin.lr_ramps import tail_factor, warmup_factor
 
 
 def test_the_lr_is_constant_until_the_tail_then_falls_by_one_tail_step_each_step():
@@ -29,3 +30,16 @@ def test_counted_in_training_seconds_the_line_is_the_same():
 def test_a_tail_outside_the_run_is_an_error(tail, total):
     with pytest.raises(ValueError, match="must be in"):
         tail_factor(0, total, tail)
+
+
+def test_the_warm_up_rises_in_a_straight_line_from_zero_to_the_full_lr_and_stays_there():
+    # a 2-minute warm-up counted in training seconds: nothing at the start, half at one minute
+    seconds = [0.0, 30.0, 60.0, 119.0, 120.0, 3600.0]
+    assert [warmup_factor(t, 120.0) for t in seconds] == pytest.approx([0.0, 0.25, 0.5, 119 / 120, 1.0, 1.0])
+    assert {warmup_factor(t, 0.0) for t in seconds} == {1.0}  # no warm-up: the constant lr throughout
+
+
+@pytest.mark.parametrize("now, warmup", [(0.0, -1.0), (-1.0, 60.0)])
+def test_a_negative_warm_up_or_clock_is_an_error(now, warmup):
+    with pytest.raises(ValueError, match="must be >= 0"):
+        warmup_factor(now, warmup)
