@@ -153,20 +153,18 @@ def test_a_run_goes_on_from_a_constant_runs_checkpoint_into_its_tail(tiny_cifar,
     assert "lr linear to zero over the last 2 epochs" in (out / "README.md").read_text()
 
 
-@pytest.mark.slow
-def test_a_time_budgets_tail_lowers_the_lr_with_the_training_clock(tiny_cifar, tmp_path):
-    """speedrun_cpu.yaml with a 10-minute budget, all of it the tail: a step at training second t
-    takes the constant lr x (1 - t / 600), so each epoch ends below the last one's lr, and no lower
-    than its clock at the epoch's end (epoch_knn.csv) allows; the encoder's card says so."""
+def _ramped_run(tiny_cifar, tmp_path, ramp: list) -> tuple:
+    """speedrun_cpu.yaml for 2 epochs with the ``ramp`` overrides: each epoch's training seconds at
+    its end (epoch_knn.csv), the lr factor its checkpoint holds (every group by the same one, no
+    torch scheduler), and the card of the encoder exported from the last checkpoint."""
     tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
     args = [
         *[o for o in tiny if not o.startswith("max_epochs")],
         "max_epochs=2",
         "data.val_fraction=-1",
-        "epoch_knn.stop_after_minutes=10",
-        "++scheduler.tail_minutes=10",
+        *ramp,
         "++checkpoint.keep_prev=true",
-        "name=minutes",
+        "name=ramped",
     ]
     result = run_entry("main_pretrain.py", ["--config-name", "speedrun_cpu.yaml", *args], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -179,47 +177,36 @@ def test_a_time_budgets_tail_lowers_the_lr_with_the_training_clock(tiny_cifar, t
         assert schedulers == [] and None not in bases
         factor = lrs[0] / bases[0]
         assert lrs == pytest.approx([b * factor for b in bases])  # every group by the same factor
-        assert 1 - seconds[epoch] / 600 <= factor < 1
         factors.append(factor)
-    assert factors[1] < factors[0]
     from mvssl_plugin.encoder.export import export
 
     out = export(ckpt, tmp_path / "encoder", notify=lambda _: None)
-    assert "lr linear to zero over the last 10 training minutes" in (out / "README.md").read_text()
+    return seconds, factors, (out / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_time_budgets_tail_lowers_the_lr_with_the_training_clock(tiny_cifar, tmp_path):
+    """A 10-minute budget, all of it the tail: a step at training second t takes the constant lr x
+    (1 - t / 600), so each epoch ends below the last one's lr, and no lower than its clock at the
+    epoch's end (epoch_knn.csv) allows; the encoder's card says so."""
+    ramp = ["epoch_knn.stop_after_minutes=10", "++scheduler.tail_minutes=10"]
+    seconds, factors, card = _ramped_run(tiny_cifar, tmp_path, ramp)
+    for epoch in (0, 1):
+        assert 1 - seconds[epoch] / 600 <= factors[epoch] < 1
+    assert factors[1] < factors[0]
+    assert "lr linear to zero over the last 10 training minutes" in card
 
 
 @pytest.mark.slow
 def test_a_warm_up_raises_the_lr_with_the_training_clock(tiny_cifar, tmp_path):
-    """speedrun_cpu.yaml with a 10-minute warm-up and no budget: a step at training second t takes
-    the constant lr x t / 600, so each epoch ends above the last one's lr, and no higher than its
-    clock at the epoch's end allows; the encoder's card says so."""
-    tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
-    args = [
-        *[o for o in tiny if not o.startswith("max_epochs")],
-        "max_epochs=2",
-        "data.val_fraction=-1",
-        "++scheduler.warmup_minutes=10",
-        "++checkpoint.keep_prev=true",
-        "name=warm",
-    ]
-    result = run_entry("main_pretrain.py", ["--config-name", "speedrun_cpu.yaml", *args], tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    (knn,) = tmp_path.rglob(EPOCH_KNN)
-    seconds = [float(r["train_seconds"]) for r in read_csv(knn)]
-    factors = []
+    """A 10-minute warm-up and no budget: a step at training second t takes the constant lr x
+    t / 600, so each epoch ends above the last one's lr, and no higher than its clock at the
+    epoch's end allows; the encoder's card says so."""
+    seconds, factors, card = _ramped_run(tiny_cifar, tmp_path, ["++scheduler.warmup_minutes=10"])
     for epoch in (0, 1):
-        (ckpt,) = tmp_path.rglob(f"*ep={epoch}.ckpt")
-        _, lrs, bases, schedulers = _lrs(ckpt)
-        assert schedulers == [] and None not in bases
-        factor = lrs[0] / bases[0]
-        assert lrs == pytest.approx([b * factor for b in bases])  # every group by the same factor
-        assert 0 < factor <= seconds[epoch] / 600
-        factors.append(factor)
+        assert 0 < factors[epoch] <= seconds[epoch] / 600
     assert factors[1] > factors[0]
-    from mvssl_plugin.encoder.export import export
-
-    out = export(ckpt, tmp_path / "encoder", notify=lambda _: None)
-    assert "lr linear from zero over the first 10 training minutes" in (out / "README.md").read_text()
+    assert "lr linear from zero over the first 10 training minutes" in card
 
 
 @pytest.mark.slow
