@@ -9,7 +9,8 @@ seconds beside each figure are what a run without it would have spent. Rows go t
 minutes from which each curve stays at or above each target
 (:func:`~mvssl_plugin.eval.time_to_accuracy.stays_at_or_above`). With ``stop_after_minutes``, the
 run ends after the first epoch whose training clock reaches it: a budget of training time, the
-same for every method and machine, instead of a number of epochs."""
+same for every method and machine, instead of a number of epochs; launched again once it is spent,
+it trains nothing."""
 
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ class EpochKNN(Callback):
         self.stop_after = None if stop_after_minutes is None else float(stop_after_minutes) * 60
         self.rows: List[dict] = []
         self.clock: Optional[RunLog] = None  # set by build_trainer: the run's clock
+        self.spent_before_start = False  # this launch found the budget spent: its summary is logged already
 
     def _loader(self, images: LabelledImages) -> MemoryEvalLoader:
         return MemoryEvalLoader(images[0], images[1], self.recipe, augment=False, batch_size=EVAL_BATCH)
@@ -111,6 +113,20 @@ class EpochKNN(Callback):
             return out
         finally:
             pl_module.train(was_training)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # a run relaunched once its budget is spent (the same command again, auto-resume) trains
+        # nothing, as Lightning does past max_epochs: each launch would add an epoch to a finished curve
+        spent = self.clock.train_now() if self.clock is not None else 0.0
+        if self.stop_after is None or spent < self.stop_after:
+            return
+        trainer.should_stop = self.spent_before_start = True
+        if trainer.is_global_zero:
+            print(
+                f"mvssl: nothing to train: this run's {spent / 60:.2f} training minutes already reach "
+                f"epoch_knn.stop_after_minutes={self.stop_after / 60:g}; raise it to train on",
+                flush=True,
+            )
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         clock = self.clock
@@ -163,7 +179,7 @@ class EpochKNN(Callback):
             sep="\n",
             flush=True,
         )
-        if trainer.logger is not None:
+        if trainer.logger is not None and not self.spent_before_start:
             summary = {}
             for name in self.queries:
                 values = [float(r[acc_key(name)]) for r in self.rows]

@@ -140,9 +140,14 @@ def test_a_training_time_budget_ends_the_run_after_the_epoch_that_reaches_it(tmp
 
 
 @pytest.mark.slow
-def test_a_user_gives_the_budget_in_training_minutes_and_a_bad_one_stops_in_one_line(tmp_path):
+def test_a_user_gives_the_budget_in_training_minutes_a_spent_one_trains_no_more_and_a_bad_one_stops(tmp_path):
     data = {"train": str(make_image_folder(tmp_path / "train")), "test": str(make_image_folder(tmp_path / "test"))}
-    extra = {"epoch_knn.enabled": True, "epoch_knn.stop_after_minutes": 1e-6, "precision": 32}
+    extra = {
+        "epoch_knn.enabled": True,
+        "epoch_knn.stop_after_minutes": 1e-6,
+        "precision": 32,
+        "auto_resume.enabled": True,
+    }
     result = run_entry("main_pretrain.py", pretrain_args(data, tmp_path / "out", max_epochs=3, **extra), tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "mvssl: stopping after epoch 0: " in result.stdout and "epoch_knn.stop_after_minutes=1e-06" in result.stdout
@@ -150,6 +155,14 @@ def test_a_user_gives_the_budget_in_training_minutes_and_a_bad_one_stops_in_one_
     assert [r["epoch"] for r in read_csv(knn)] == ["0"]
     assert read_json(knn.parent / RUN_LOG)["launches"][-1]["finished"] is True
     assert [p.name for p in knn.parent.glob("*.ckpt")] and all("ep=0" in p.name for p in knn.parent.glob("*.ckpt"))
+    # the same command again resumes the finished run and trains nothing: its curve and checkpoints stay
+    before = {p.name: p.read_bytes() for p in knn.parent.iterdir() if p.suffix in {".csv", ".ckpt"}}
+    again = run_entry("main_pretrain.py", pretrain_args(data, tmp_path / "out", max_epochs=3, **extra), tmp_path)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "resuming from the newest complete checkpoint" in again.stdout
+    assert "mvssl: nothing to train: " in again.stdout and "mvssl: stopping after epoch" not in again.stdout
+    assert {p.name: p.read_bytes() for p in knn.parent.iterdir() if p.suffix in {".csv", ".ckpt"}} == before
+    assert [launch["epochs_completed"] for launch in read_json(knn.parent / RUN_LOG)["launches"]] == [1, 1]
     bad = pretrain_args(data, tmp_path / "bad", **{"epoch_knn.enabled": True, "epoch_knn.stop_after_minutes": -5})
     assert_one_line(run_entry("main_pretrain.py", bad, tmp_path), 2, "epoch_knn.stop_after_minutes=-5", "minutes > 0")
     assert not (tmp_path / "bad").exists()
