@@ -114,11 +114,15 @@ class EpochKNN(Callback):
         finally:
             pl_module.train(was_training)
 
+    def budget_spent(self, train_seconds: float) -> bool:
+        """Whether ``train_seconds`` of training reach ``stop_after_minutes`` (never without one)."""
+        return self.stop_after is not None and train_seconds >= self.stop_after
+
     def on_train_start(self, trainer, pl_module) -> None:
         # a run relaunched once its budget is spent (the same command again, auto-resume) trains
         # nothing, as Lightning does past max_epochs: each launch would add an epoch to a finished curve
         spent = self.clock.train_now() if self.clock is not None else 0.0
-        if self.stop_after is None or spent < self.stop_after:
+        if not self.budget_spent(spent):
             return
         trainer.should_stop = self.spent_before_start = True
         if trainer.is_global_zero:
@@ -144,7 +148,7 @@ class EpochKNN(Callback):
             "eval_seconds": round(eval_seconds, 3),
         }
         self.rows = [r for r in self.rows if int(r["epoch"]) < trainer.current_epoch] + [row]
-        budget_spent = self.stop_after is not None and row["train_seconds"] >= self.stop_after
+        budget_spent = self.budget_spent(row["train_seconds"])
         if budget_spent:
             trainer.should_stop = True  # every rank reads the same row: they stop together
         for name, acc in accuracies.items():
