@@ -185,6 +185,45 @@ def test_blur_solarization_and_equalization_run_and_solarize_as_pil():
     assert [tuple(v.shape) for v in views] == [(6, 3, 16, 16)] * 2 and all(torch.isfinite(v).all() for v in views)
 
 
+def test_blur_smooths_the_images_it_draws_and_leaves_the_others():
+    """The same seed cuts the same crops with and without blur (every draw before it is the
+    same): at p = 1 the views are smoother (less total variation; none rougher), at p = 0.5
+    some are and the rest are the unblurred views exactly."""
+    images = random_images(32, 24)
+
+    def views(p: float) -> torch.Tensor:
+        recipe = cifar_recipe(crop_size=16, **dict(NO_COLOUR, blur_prob=p))
+        return seeded_views([(BatchAugment(recipe), 1)], images, seed=3)[0]
+
+    def variation(x: torch.Tensor) -> torch.Tensor:
+        return (x.diff(dim=2).abs().mean((1, 2, 3)) + x.diff(dim=3).abs().mean((1, 2, 3))).double()
+
+    sharp, blurred, half = views(0.0), views(1.0), views(0.5)
+    assert (variation(blurred) <= variation(sharp) + 1e-6).all()  # sigma 0.1 px barely blurs
+    assert variation(blurred).mean() < 0.7 * variation(sharp).mean()
+    kept = torch.tensor([torch.equal(a, b) for a, b in zip(half, sharp)])
+    assert 4 < int(kept.sum()) < 28  # p = 0.5 of 32 images
+    assert (variation(half[~kept]) <= variation(sharp[~kept]) + 1e-6).all()
+    assert variation(half[~kept]).mean() < 0.7 * variation(sharp[~kept]).mean()
+
+
+def test_views_read_no_value_back_from_their_device():
+    """Every random choice is drawn on the CPU and sent to the images' device, so cutting
+    views never reads a device tensor back: on a GPU such a read (``nonzero``, a boolean
+    mask, ``.item()``) stops the host until the GPU has caught up, at every step, and the
+    views cut ahead no longer overlap training. Meta tensors hold no values: any such read
+    raises on them."""
+    everything = cifar_recipe(blur_prob=0.5, solarization_prob=0.5, equalization_prob=0.5)
+    data = MemoryMultiViewLoader(
+        random_images(16), torch.arange(16) % 3, [everything, cifar_recipe(crop_size=16)], 8, "meta", prefetch=True
+    )
+    batches = list(data)
+    assert len(batches) == 2
+    for _, views, targets in batches:
+        assert [tuple(v.shape) for v in views] == [(8, 3, 32, 32)] * 2 + [(8, 3, 16, 16)] * 2
+        assert all(v.device.type == "meta" for v in views) and targets.device.type == "cpu"
+
+
 def test_views_of_one_image_differ():
     index, views, _ = next(iter(loader()))
     assert not torch.allclose(views[0], views[1])

@@ -20,22 +20,25 @@ The modules, each importing only those above it:
   mode loops over the batch (much slower), and its ``resample`` mode maps crop
   pixel centres corner to corner, so a crop w px wide shows w - 1 px of content. The flip
   is folded into the horizontal weights (it commutes with every later step).
-* :mod:`.color`: colour jitter, ours: each image gets its own order of the four steps, as
-  torchvision's (kornia's ``ColorJitter`` shares one order across the batch, and spends
-  most of its time in an HSV round trip; kornia's ``ColorJiggle`` is not torchvision's
-  jitter: its brightness is additive); kornia's torchvision-compatible
-  ``kornia.enhance`` functions for brightness, contrast and saturation, and a closed-form
-  hue shift equal to torchvision's.
-* :mod:`.augment`: one view per recipe for a batch, in torchvision's order, with
-  ``kornia.augmentation`` for grayscale (ITU-R 601 luma as PIL), blur (sigma 0.1..2.0 px as
-  solo-learn's), solarization (the pixels PIL's ``solarize(128)`` inverts) and
-  equalization; normalization with the recipe's numbers (solo-learn's).
+* :mod:`.color`: the colour steps, each image drawn on its own. Colour jitter, ours: each
+  image gets its own order of the four steps, as torchvision's (kornia's ``ColorJitter``
+  shares one order across the batch, and spends most of its time in an HSV round trip;
+  kornia's ``ColorJiggle`` is not torchvision's jitter: its brightness is additive); kornia's
+  torchvision-compatible ``kornia.enhance`` functions for brightness, contrast and
+  saturation, and a closed-form hue shift equal to torchvision's. Then grayscale (ITU-R 601
+  luma as PIL), kornia's Gaussian blur (sigma 0.1..2.0 px as solo-learn's), solarization
+  (the pixels PIL's ``solarize(128)`` inverts) and kornia's equalization, each on the images
+  its probability chose. Every choice is drawn on the CPU, so on a GPU no step reads a
+  device value back (kornia's ``Random*`` modules pick their images with a mask on the
+  device, a host wait per step and module).
+* :mod:`.augment`: one view per recipe for a batch, in torchvision's order; normalization
+  with the recipe's numbers (solo-learn's).
 * :mod:`.loader`: :class:`MemoryMultiViewLoader`, the pretraining loader Lightning iterates.
 * :mod:`.pretrain`: :func:`pretrain_memory_loader`, that loader from a composed config.
 * :mod:`.eval_loaders`: the fast probe's and the online validation's loaders
   (solo-learn's linear-evaluation transforms).
 
-kornia draws from torch's global generator, the crop and jitter too: each step runs under
+Every step draws from torch's global generator on the CPU: each training step runs under
 ``torch.random.fork_rng`` seeded from (seed, epoch, rank, step), so the stream is
 reproducible, a run resumed at an epoch boundary sees exactly the views the uninterrupted
 run would, and the caller's random state (CPU and GPU) is left as it was.

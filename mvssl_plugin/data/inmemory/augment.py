@@ -4,14 +4,23 @@ flip, colour steps, normalization), and every view of a step drawn from one seed
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Callable, List, Tuple
 
 import numpy as np
 import torch
 
-from mvssl_plugin.data.inmemory.color import ColorJitterPerImage
+from mvssl_plugin.data.inmemory.color import (
+    ColorJitterPerImage,
+    RandomPerImage,
+    equalize,
+    gaussian_blur,
+    grayscale,
+    solarize,
+)
 from mvssl_plugin.data.inmemory.crop import CropMatrices, random_resized_boxes, resize_matrix
+from mvssl_plugin.data.inmemory.devices import to_device
 from mvssl_plugin.data.pipeline import ViewRecipe
 
 
@@ -28,9 +37,6 @@ class BatchAugment:
     seed it, under ``torch.random.fork_rng``, for a reproducible stream."""
 
     def __init__(self, recipe: ViewRecipe) -> None:
-        # local: kornia loads for the in-memory format only; data.loaders imports this module for every format
-        import kornia.augmentation as K
-
         self.recipe = recipe
         steps: List[Callable[[torch.Tensor], torch.Tensor]] = []
         if recipe.jitter_prob > 0:
@@ -40,14 +46,14 @@ class BatchAugment:
                 )
             )
         if recipe.grayscale_prob > 0:
-            steps.append(K.RandomGrayscale(p=recipe.grayscale_prob))
-        if recipe.blur_prob > 0:
-            kernel = _blur_kernel(recipe.crop_size)
-            steps.append(K.RandomGaussianBlur((kernel, kernel), (0.1, 2.0), p=recipe.blur_prob))
+            steps.append(RandomPerImage(grayscale, recipe.grayscale_prob))
+        if recipe.blur_prob > 0:  # sigma in pixels, 0.1 to 2, as solo-learn's
+            blur = functools.partial(gaussian_blur, kernel=_blur_kernel(recipe.crop_size))
+            steps.append(RandomPerImage(blur, recipe.blur_prob, parameters=(0.1, 2.0)))
         if recipe.solarization_prob > 0:
-            steps.append(K.RandomSolarize(thresholds=0.0, additions=0.0, p=recipe.solarization_prob))
+            steps.append(RandomPerImage(solarize, recipe.solarization_prob))
         if recipe.equalization_prob > 0:
-            steps.append(K.RandomEqualize(p=recipe.equalization_prob))
+            steps.append(RandomPerImage(equalize, recipe.equalization_prob))
         self.colour_steps = steps
         self._norm: dict = {}
         self._crops: dict = {}
@@ -94,7 +100,7 @@ class BatchAugment:
                 self._resize_then_centre_crop(batch, axis, int(size * axis / short), device) for axis in (height, width)
             )
         if self.recipe.flip_prob > 0:
-            flip = (torch.rand(batch) < self.recipe.flip_prob).to(device)
+            flip = to_device(torch.rand(batch) < self.recipe.flip_prob, device)
             wx = torch.where(flip.view(-1, 1, 1), wx.flip(1), wx)
         channels = 3 * batch
         x = torch.bmm(images.float().reshape(batch, 3 * height, width), wx.transpose(1, 2))  # (B, 3H, S)

@@ -1,12 +1,19 @@
-"""torchvision's colour jitter for a batch, each image with its own factors and its own
-order of the four steps (:class:`ColorJitterPerImage`), and the closed-form hue shift it
-uses (:func:`shift_hue`)."""
+"""The colour steps of a view, each image of a batch drawn on its own as torchvision draws
+it: colour jitter with its own factors and order of the four steps
+(:class:`ColorJitterPerImage`, with the closed-form hue shift :func:`shift_hue`), grayscale,
+Gaussian blur, solarization and equalization (:class:`RandomPerImage` of a :data:`Step`).
+
+Every random choice is drawn on the CPU and every step runs on the images it chose, so the
+number of images is known to the host: on a GPU no step reads a device tensor back (a
+``nonzero`` or a boolean mask on the device would stop the host once per step and call)."""
 
 from __future__ import annotations
 
-from typing import Callable, List
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
+
+from mvssl_plugin.data.inmemory.devices import to_device
 
 
 def shift_hue(images: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
@@ -27,13 +34,73 @@ def shift_hue(images: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
     )
     sextant = sextant / chroma.clamp(min=1e-12) + 6 * turns.view(-1, 1, 1).to(images.dtype)
     sextant = torch.remainder(sextant, 6.0).unsqueeze(1)  # (B, 1, H, W)
-    centre, sign, offset = (v.to(images.device, images.dtype) for v in _HUE_PROFILE)
+    centre, sign, offset = _hue_profile(images.device, images.dtype)
     weight = (sextant - centre).abs_().mul_(sign).add_(offset).clamp_(0.0, 1.0)  # (B, 3, H, W)
     return weight.mul_(chroma.unsqueeze(1)).add_(low.unsqueeze(1))
 
 
 #: per channel (R, G, B): |h - centre| * sign + offset, the hexcone's piecewise-linear profile
-_HUE_PROFILE = tuple(torch.tensor(v).view(1, 3, 1, 1) for v in ([3.0, 2.0, 4.0], [1.0, -1.0, -1.0], [-1.0, 2.0, 2.0]))
+_HUE_PROFILE = ([3.0, 2.0, 4.0], [1.0, -1.0, -1.0], [-1.0, 2.0, 2.0])
+_HUE_PROFILES: Dict[tuple, Tuple[torch.Tensor, ...]] = {}
+
+
+def _hue_profile(device: torch.device, dtype: torch.dtype) -> Tuple[torch.Tensor, ...]:
+    """The profile's three (1, 3, 1, 1) tensors on ``device``, sent there once."""
+    key = (device, dtype)
+    if key not in _HUE_PROFILES:
+        _HUE_PROFILES[key] = tuple(torch.tensor(v, dtype=dtype).view(1, 3, 1, 1).to(device) for v in _HUE_PROFILE)
+    return _HUE_PROFILES[key]
+
+
+def grayscale(images: torch.Tensor, _: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """torchvision's ``rgb_to_grayscale`` (ITU-R 601-2 luma), kept as 3 channels."""
+    red, green, blue = images.unbind(dim=1)
+    return (0.299 * red + 0.587 * green + 0.114 * blue).unsqueeze(1).expand_as(images)
+
+
+def solarize(images: torch.Tensor, _: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """PIL's ``solarize`` at 128 for images in [0, 1]: values at or above half are inverted."""
+    return torch.where(images < 0.5, images, 1.0 - images)
+
+
+def equalize(images: torch.Tensor, _: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """kornia's ``equalize`` (per image and channel)."""
+    from kornia import enhance  # local: kornia for the in-memory format only, as in augment
+
+    return enhance.equalize(images)
+
+
+def gaussian_blur(images: torch.Tensor, sigma: Optional[torch.Tensor], kernel: int = 23) -> torch.Tensor:
+    """kornia's Gaussian blur, ``kernel`` x ``kernel`` taps, one sigma (B,) per image,
+    reflected borders (kornia's ``RandomGaussianBlur`` as solo-learn's recipes set it). The
+    sigmas stay on the CPU: kornia checks them there and sends them on without a wait."""
+    from kornia import filters  # local: as above
+
+    assert sigma is not None, "gaussian_blur draws a sigma per image"
+    return filters.gaussian_blur2d(images, (kernel, kernel), sigma.unsqueeze(1).expand(-1, 2), "reflect")
+
+
+#: a colour step: (k, 3, H, W) in [0, 1] and its (k,) parameters on the CPU (or None) -> (k, 3, H, W)
+Step = Callable[[torch.Tensor, Optional[torch.Tensor]], torch.Tensor]
+
+
+class RandomPerImage:
+    """``step`` applied to each image with probability ``p``; with ``parameters`` (low, high)
+    each image it applies to gets its own value, uniform in that range."""
+
+    def __init__(self, step: Step, p: float, parameters: Optional[Tuple[float, float]] = None) -> None:
+        self.step, self.p, self.parameters = step, p, parameters
+
+    def __call__(self, images: torch.Tensor) -> torch.Tensor:
+        which = torch.nonzero(torch.rand(images.shape[0]) < self.p).squeeze(1)  # on the CPU
+        if not which.numel():
+            return images
+        values = None
+        if self.parameters is not None:
+            low, high = self.parameters
+            values = low + (high - low) * torch.rand(which.numel())
+        rows = to_device(which, images.device)
+        return images.index_copy_(0, rows, self.step(images.index_select(0, rows), values))
 
 
 class ColorJitterPerImage:
@@ -41,7 +108,8 @@ class ColorJitterPerImage:
     with probability ``p`` gets its own factors and its own order of the four steps (kornia's
     ``ColorJitter`` shares one order across the batch). Brightness, contrast and saturation
     are kornia's torchvision-compatible ``kornia.enhance`` functions; hue is
-    :func:`shift_hue`. Each step runs once per (stage, step) on the images due for it."""
+    :func:`shift_hue`. Each step runs once per (stage, step) on the images due for it, found
+    on the CPU and sent to the device in one copy with their factors."""
 
     def __init__(self, brightness: float, contrast: float, saturation: float, hue: float, p: float) -> None:
         from kornia import enhance  # local: kornia for the in-memory format only, as in augment.BatchAugment
@@ -60,15 +128,23 @@ class ColorJitterPerImage:
         self.p = p
 
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
-        batch, device = images.shape[0], images.device
-        factors = (self.low + self.spread * torch.rand(batch, 4)).to(device)  # (B, 4)
-        order = torch.rand(batch, 4).argsort(dim=1).to(device)  # (B, 4): a uniform permutation per image
-        chosen = (torch.rand(batch) < self.p).to(device)
+        batch = images.shape[0]
+        factors = self.low + self.spread * torch.rand(batch, 4)  # (B, 4), on the CPU as every draw
+        order = torch.rand(batch, 4).argsort(dim=1)  # (B, 4): a uniform permutation per image
+        chosen = torch.rand(batch) < self.p
+        due = [  # (step, its images) per (stage, step), in the order they run
+            (step, torch.nonzero(chosen & (order[:, stage] == step)).squeeze(1))
+            for stage in range(4)
+            for step in self.active
+        ]
+        due = [(step, which) for step, which in due if which.numel()]
+        if not due:
+            return images.clone()
+        sizes = [which.numel() for _, which in due]
+        rows = to_device(torch.cat([which for _, which in due]), images.device).split(sizes)
+        values = to_device(torch.cat([factors[which, step] for step, which in due]), images.device)
         out = images.clone()
-        for stage in range(4):
-            for step in self.active:
-                which = torch.nonzero(chosen & (order[:, stage] == step)).squeeze(1)
-                if which.numel():  # index_select/index_copy_: far cheaper than x[which] on the CPU
-                    changed = self.steps[step](out.index_select(0, which), factors[which, step]).clamp_(0.0, 1.0)
-                    out.index_copy_(0, which, changed)
+        for (step, _), index, factor in zip(due, rows, values.to(images.dtype).split(sizes)):
+            # index_select/index_copy_: far cheaper than x[which] on the CPU
+            out.index_copy_(0, index, self.steps[step](out.index_select(0, index), factor).clamp_(0.0, 1.0))
         return out

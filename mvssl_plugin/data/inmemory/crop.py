@@ -10,6 +10,8 @@ from typing import Optional, Tuple
 
 import torch
 
+from mvssl_plugin.data.inmemory.devices import to_device
+
 
 def _pil_bicubic(t: torch.Tensor, a: float = -0.5) -> torch.Tensor:
     """PIL's bicubic filter (Keys, a = -0.5), support 2."""
@@ -94,4 +96,4 @@ def random_resized_boxes(
     h, w = torch.where(found, h, float(fh)), torch.where(found, w, float(fw))
     top = torch.where(found, top, float((height - fh) // 2))
     left = torch.where(found, left, float((width - fw) // 2))
-    return tuple(v.to(device) for v in (top, left, h, w))  # type: ignore[return-value]
+    return tuple(to_device(torch.stack((top, left, h, w)), device).unbind())  # type: ignore[return-value]

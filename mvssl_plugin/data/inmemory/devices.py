@@ -1,4 +1,5 @@
-"""Where the in-memory data lives: the device a config trains on, and moving the images there."""
+"""Where the in-memory data lives: the device a config trains on, moving the images there, and
+moving a step's small CPU-drawn tensors there without making the host wait."""
 
 from __future__ import annotations
 
@@ -18,6 +19,16 @@ def moved(images: torch.Tensor, device: str | torch.device) -> torch.Tensor:
     """``images`` on ``device`` (a bare ``cuda``: the process's current GPU), copied only if elsewhere."""
     target = exact_device(device)
     return images if images.device == target else images.to(target)
+
+
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A CPU ``tensor`` (random parameters, indexes) on ``device`` without a host wait: on a GPU
+    through pinned memory, non-blocking. A plain ``.to("cuda")`` synchronizes the stream, so the
+    host stops at every parameter of every step until the GPU has caught up, and views cut ahead
+    on a side stream no longer overlap the training step."""
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 def training_device(cfg: DictConfig) -> str:

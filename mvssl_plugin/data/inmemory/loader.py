@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from mvssl_plugin.data.inmemory.augment import BatchAugment, seeded_views, step_seed
-from mvssl_plugin.data.inmemory.devices import moved
+from mvssl_plugin.data.inmemory.devices import moved, to_device
 from mvssl_plugin.data.pipeline import EpochShards, ViewRecipe, process_group, split_over
 from mvssl_plugin.data.resolution import ResolutionRamp, full_side, scaled_side
 
@@ -135,7 +135,7 @@ class MemoryMultiViewLoader:
         def cut(step: int) -> Tuple[torch.Tensor, List[torch.Tensor]]:
             index = order[step * self.batch_size : (step + 1) * self.batch_size]
             with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
-                batch = images.index_select(0, index.to(images.device))
+                batch = images.index_select(0, to_device(index, images.device))
                 return index, seeded_views(augments, batch, step_seed(self.seed, epoch, rank, step))
 
         ready = cut(0) if ahead and steps else None
