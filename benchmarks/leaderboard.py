@@ -328,10 +328,14 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline_pa
 
 
 def keep_verdict(gains: Sequence[float], seeds: int = len(RECORD_SEEDS)) -> str:
-    """The lever rule: kept where it helps (a gain above zero on the holdout) on each of ``seeds`` seeds."""
+    """The lever rule: kept where it helps (a gain above zero on the holdout) on each of ``seeds`` seeds;
+    so one seed that does not help decides it before the others have run."""
+    helps = sum(g > 0 for g in gains)
+    if helps < len(gains) < seeds:
+        lost = len(gains) - helps
+        return f"not kept: it does not help on {lost} of {len(gains)} seeds run so far, and must help on all {seeds}"
     if len(gains) < seeds:
         return f"{len(gains)} of {seeds} seeds run: not decided"
-    helps = sum(g > 0 for g in gains)
     mean = f"mean {sum(gains) / len(gains):+.2f} points"
     if helps == len(gains):
         return f"kept: it helps on all {len(gains)} seeds ({mean})"

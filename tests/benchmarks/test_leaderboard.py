@@ -360,6 +360,9 @@ def test_a_lever_at_a_records_length_is_read_on_the_holdout_against_its_constant
 
 def test_a_lever_is_kept_only_where_it_helps_on_every_one_of_two_seeds():
     assert leaderboard.keep_verdict([1.5]) == "1 of 2 seeds run: not decided"
+    # one seed that does not help decides it: the rule needs every seed
+    lost = "not kept: it does not help on 1 of 1 seeds run so far, and must help on all 2"
+    assert leaderboard.keep_verdict([-1.08]) == lost
     assert leaderboard.keep_verdict([1.5, 0.25]) == "kept: it helps on all 2 seeds (mean +0.88 points)"
     assert leaderboard.keep_verdict([1.5, -0.5]) == "not kept: it helps on 1 of 2 seeds (mean +0.50 points)"
     assert leaderboard.keep_verdict([0.0, 0.0]).startswith("not kept: it helps on 0 of 2")
