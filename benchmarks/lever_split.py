@@ -84,7 +84,9 @@ def report(out: Path = HERE, pages: Sequence[Path] = (PAGE,), test_levers: Optio
     steps = step_times_on(TARGET_MACHINE, read_csv(OUT / STEPS), read_csv(CLAIMS_STEP_TIMES))
     levers = [lv for lv in LEVERS if lv.changed != "peer"]
     split = lever_rows(levers, runs, curves, steps)
-    test = {(r["changed"], r["reference"]): r for r in read_csv(test_levers or OUT / "levers.csv")}
+    # levers.csv has a row per lever and machine; the split's gains use TARGET_MACHINE's step times
+    on = [r for r in read_csv(test_levers or OUT / "levers.csv") if r.get("timed_on", TARGET_MACHINE) == TARGET_MACHINE]
+    test = {(r["changed"], r["reference"]): r for r in on}
     rows = []
     for r in split:
         on_test = test.get((r["changed"], r["reference"]), {})

@@ -52,9 +52,11 @@ def test_the_split_gain_is_levers_csvs_arithmetic_on_the_split_and_a_flipped_sig
         "split-lr5e-4-e3-s1",
     ]
     on_test = tmp_path / "levers.csv"
-    write_csv(on_test, [
-        {"changed": "lr1e-3", "reference": "lr5e-4", "gain_points_equal_seconds": "2.11"},
-        {"changed": "cos-lr5e-4", "reference": "lr5e-4", "gain_points_equal_seconds": "-5.0"},
+    target, other = lever_split.TARGET_MACHINE, "Intel(R) Xeon(R) Processor, 2 cores, bf16 native"
+    write_csv(on_test, [  # a row per machine: the split's gains are read beside the target machine's
+        {"changed": "lr1e-3", "reference": "lr5e-4", "gain_points_equal_seconds": "2.11", "timed_on": target},
+        {"changed": "lr1e-3", "reference": "lr5e-4", "gain_points_equal_seconds": "-0.5", "timed_on": other},
+        {"changed": "cos-lr5e-4", "reference": "lr5e-4", "gain_points_equal_seconds": "-5.0", "timed_on": target},
     ])  # fmt: skip
     page = tmp_path / "speedrun.md"
     page.write_text(f"{lever_split.START}\nstale table\n{lever_split.END}\n")
