@@ -85,7 +85,7 @@ def report(out: Path = HERE, pages: Sequence[Path] = (PAGE,), test_levers: Optio
     levers = [lv for lv in LEVERS if lv.changed != "peer"]
     split = lever_rows(levers, runs, curves, steps)
     # levers.csv has a row per lever and machine; the split's gains use TARGET_MACHINE's step times
-    on = [r for r in read_csv(test_levers or OUT / "levers.csv") if r.get("timed_on", TARGET_MACHINE) == TARGET_MACHINE]
+    on = [r for r in read_csv(test_levers or OUT / "levers.csv") if r["timed_on"] == TARGET_MACHINE]
     test = {(r["changed"], r["reference"]): r for r in on}
     rows = []
     for r in split:
