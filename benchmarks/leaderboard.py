@@ -5,6 +5,7 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py records [--minutes 60 [--tail 20]] # each pick's record runs, as plan's
     python benchmarks/leaderboard.py split --method mmcr [--minutes 60 --tail 20]  # a lever at a record's length
     python benchmarks/leaderboard.py split --method mmcr --warmup 3 --peak 1.6e-2  # a warm-up to a higher lr
+    python benchmarks/leaderboard.py split --method mmcr --ramp 16 --ramp-end 0.2  # the resolution ramp
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
 
@@ -39,7 +40,8 @@ last minutes, ``scheduler.tail_minutes``), is tried as ``split`` plans it: a pic
 time. Its holdout kNN decides (kept only where it helps on two seeds); the test set is read beside
 it for the records that follow, never to choose. A warm-up to a higher peak lr (``split --warmup 3
 --peak 1.6e-2``) is the run with the tail at that lr, its lr rising from zero over the first minutes,
-read against the pick's run with the tail.
+read against the pick's run with the tail; so is the resolution ramp (``split --ramp 16 --ramp-end
+0.2``): that run with views from 16 px growing to full size by 20% of ``max_epochs``.
 
 The plans (screens, picks, record and split lines) are ``leaderboard_plan.py``'s; this module
 collects the runs and writes the tables. To run a plan, one screen at a time and nothing else
@@ -62,6 +64,7 @@ from leaderboard_plan import (
     RECORD_SEEDS,
     edge_screens,
     lever_base,
+    lever_line,
     picks,
     record_lines,
     record_of,
@@ -69,7 +72,6 @@ from leaderboard_plan import (
     screens,
     split_lines,
     split_of,
-    warmup_line,
 )
 from own_clock import copy_small_files, machine, machine_key, record, within
 
@@ -448,7 +450,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     split.add_argument("--warmup", type=float, default=0.0,
                        help="with --peak: the lever is a warm-up over these first minutes to the lr --peak, "
                             "read against the pick with the tail (one line)")  # fmt: skip
-    split.add_argument("--peak", help="the warm-up's constant lr, e.g. 1.6e-2")
+    split.add_argument("--peak", default="", help="the warm-up's constant lr, e.g. 1.6e-2")
+    split.add_argument("--ramp", type=int, help="the lever is views from these px, full size by --ramp-end")
+    split.add_argument("--ramp-end", type=float, default=0.2, help="the fraction of max_epochs the ramp ends at")
     args = parser.parse_args(argv)
     if args.action == "plan":
         for s in edge_screens(read_csv(OUT / "screens.csv")) if args.round == "C" else screens(args.round):
@@ -459,13 +463,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.action == "records":
         print("\n".join(record_lines(read_csv(OUT / "screens.csv"), args.minutes, args.tail)))
     elif args.action == "split":
-        screens_csv = read_csv(OUT / "screens.csv")
-        if args.warmup or args.peak:
-            print(
-                warmup_line(screens_csv, args.method, args.minutes, args.tail, args.seed, args.warmup, args.peak or "0")
-            )
+        rows = read_csv(OUT / "screens.csv")
+        if args.warmup or args.peak or args.ramp:
+            ramp = (args.ramp, args.ramp_end) if args.ramp else None
+            print(lever_line(rows, args.method, args.minutes, args.tail, args.seed, args.warmup, args.peak, ramp))
         else:
-            print("\n".join(split_lines(screens_csv, args.method, args.minutes, args.tail, args.seed)))
+            print("\n".join(split_lines(rows, args.method, args.minutes, args.tail, args.seed)))
     else:
         print(report(), end="")
         print(report_records(), end="")

@@ -144,11 +144,18 @@ def record_of(tag: str) -> Optional[Screen]:
     return screen_of(stem if stem and tail.replace(".", "", 1).isdigit() else setting)
 
 
-def split_tag(screen: Screen, minutes: float, tail: float, seed: int, warmup: float = 0) -> str:
+def split_tag(screen: Screen, minutes: float, tail: float, seed: int, warmup: float = 0, ramp: str = "") -> str:
     """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20
-    (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up."""
-    lever = "-".join([*([f"warm{warmup:g}"] if warmup else []), f"tail{tail:g}" if tail else "const"])
-    return f"split{minutes:g}-{screen.tag}-{lever}-s{seed}"
+    (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up;
+    ``split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1`` with views from 16 px, full size by 20% of
+    ``max_epochs`` (``ramp``: ``ramp_word``'s)."""
+    words = [*([ramp] if ramp else []), *([f"warm{warmup:g}"] if warmup else [])]
+    return f"split{minutes:g}-{screen.tag}-{'-'.join([*words, f'tail{tail:g}' if tail else 'const'])}-s{seed}"
+
+
+def ramp_word(start: int, end: float) -> str:
+    """A resolution ramp's lever word: ``ramp16by0.2``, views from 16 px, full size by 20% of the epochs."""
+    return f"ramp{start}by{end:g}"
 
 
 def split_of(tag: str) -> Optional[Tuple[Screen, str, str]]:
@@ -190,21 +197,36 @@ def split_lines(rows: Sequence[Dict[str, object]], method: str, minutes: float, 
     ]
 
 
-def warmup_line(
-    rows: Sequence[Dict[str, object]], method: str, minutes: float, tail: float, seed: int, warmup: float, peak: str
+def lever_line(
+    rows: Sequence[Dict[str, object]],
+    method: str,
+    minutes: float,
+    tail: float,
+    seed: int,
+    warmup: float = 0,
+    peak: str = "",
+    ramp: Optional[Tuple[int, float]] = None,
 ) -> str:
-    """``tag|arguments`` of a warm-up to a higher peak lr at a record's length, read on the split
-    against ``split_lines``'s run with the tail (its ``lever_base``): that run's arguments at the
-    constant lr ``peak``, reached from zero over the first ``warmup`` training minutes."""
-    if not warmup or not tail or float(peak) <= 0:
-        raise SystemExit("a warm-up lever needs --warmup minutes, --tail minutes and a --peak lr above zero")
+    """``tag|arguments`` of a lever at a record's length, read on the split against ``split_lines``'s
+    run with the tail (its ``lever_base``): that run's arguments with a warm-up over the first
+    ``warmup`` training minutes to the constant lr ``peak``, or with views that grow from
+    ``ramp = (start px, end)`` to full size by the fraction ``end`` of ``max_epochs``
+    (``memory.resolution``; the run stops on its clock well before ``max_epochs``)."""
+    if not tail or bool(warmup) != bool(peak) or (peak and float(peak) <= 0) or not (warmup or ramp):
+        raise SystemExit("a lever needs --tail minutes and either --warmup minutes with a --peak lr above zero, "
+                         "or --ramp px (with --ramp-end)")  # fmt: skip
     base = split_lines(rows, method, minutes, tail, seed)[1]
     tag, _, args = base.partition("|")
     screen = split_of(tag)[0]  # type: ignore[index]
-    to = Screen(screen.method, screen.optimizer, peak)
-    words = [f"optimizer.lr={peak}" if a == f"optimizer.lr={screen.lr}" else a for a in args.split()]
-    assert f"optimizer.lr={peak}" in words, base
-    return f"{split_tag(to, minutes, tail, seed, warmup)}|{' '.join(words)} ++scheduler.warmup_minutes={warmup:g}"
+    words = args.split()
+    if warmup:
+        screen = Screen(screen.method, screen.optimizer, peak)
+        words = [f"optimizer.lr={peak}" if w.startswith("optimizer.lr=") else w for w in words]
+        words.append(f"++scheduler.warmup_minutes={warmup:g}")
+    if ramp:
+        words += [f"+memory.resolution.start={ramp[0]}", f"+memory.resolution.ramp_end={ramp[1]:g}"]
+    word = ramp_word(*ramp) if ramp else ""
+    return f"{split_tag(screen, minutes, tail, seed, warmup, word)}|{' '.join(words)}"
 
 
 def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:

@@ -371,7 +371,7 @@ def test_a_lever_is_kept_only_where_it_helps_on_every_one_of_two_seeds():
 def test_a_warm_up_to_a_higher_peak_is_the_picks_tailed_split_line_at_that_lr_with_the_warm_up():
     rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
     _, tail = plans.split_lines(rows, "mmcr", minutes=60, tail=20, seed=2)
-    warm = plans.warmup_line(rows, "mmcr", minutes=60, tail=20, seed=2, warmup=3, peak="1.6e-2")
+    warm = plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=2, warmup=3, peak="1.6e-2")
     assert warm.split("|")[0] == "split60-mmcr-adam-1.6e-2-warm3-tail20-s2"
     words, base = warm.split("|")[1].split(), tail.split("|")[1].split()
     # the lr and the warm-up are the two differences from the run it is read against
@@ -380,8 +380,24 @@ def test_a_warm_up_to_a_higher_peak_is_the_picks_tailed_split_line_at_that_lr_wi
     screen, lever, seed = plans.split_of("split60-mmcr-adam-1.6e-2-warm3-tail20-s2")
     assert (screen.tag, lever, seed) == ("mmcr-adam-1.6e-2", "warm3-tail20", "2")
     assert [plans.lever_base(x) for x in ("warm3-tail20", "tail20")] == ["tail20", "const"]
-    with pytest.raises(SystemExit, match="needs --warmup minutes, --tail minutes and a --peak lr"):
-        plans.warmup_line(rows, "mmcr", minutes=60, tail=20, seed=2, warmup=0, peak="1.6e-2")
+    with pytest.raises(SystemExit, match="either --warmup minutes with a --peak lr above zero, or --ramp"):
+        plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=2, warmup=0, peak="1.6e-2")
+
+
+def test_the_resolution_ramp_at_a_records_length_is_the_picks_tailed_split_line_with_the_ramp():
+    rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
+    _, tail = plans.split_lines(rows, "mmcr", minutes=60, tail=20, seed=1)
+    ramp = plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=1, ramp=(16, 0.2))
+    assert ramp.split("|")[0] == "split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1"
+    words, base = ramp.split("|")[1].split(), tail.split("|")[1].split()
+    # the ramp is the one difference from the run it is read against: the same lr, tail and budget
+    assert set(words) - set(base) == {"+memory.resolution.start=16", "+memory.resolution.ramp_end=0.2"}
+    assert set(base) <= set(words)
+    screen, lever, seed = plans.split_of("split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1")
+    assert (screen.tag, lever, seed) == ("mmcr-adam-8e-3", "ramp16by0.2-tail20", "1")
+    assert plans.lever_base(lever) == "tail20"
+    with pytest.raises(SystemExit, match="needs --tail minutes"):
+        plans.lever_line(rows, "mmcr", minutes=60, tail=0, seed=1, ramp=(16, 0.2))
 
 
 def test_a_warm_up_to_a_higher_peak_is_read_against_the_picks_run_with_the_tail(tmp_path):
