@@ -144,18 +144,15 @@ def record_of(tag: str) -> Optional[Screen]:
     return screen_of(stem if stem and tail.replace(".", "", 1).isdigit() else setting)
 
 
-def split_tag(screen: Screen, minutes: float, tail: float, seed: int, warmup: float = 0, ramp: str = "") -> str:
+def split_tag(
+    screen: Screen, minutes: float, tail: float, seed: int, warmup: float = 0, ramp: Optional[Tuple[int, float]] = None
+) -> str:
     """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20
     (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up;
-    ``split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1`` with views from 16 px, full size by 20% of
-    ``max_epochs`` (``ramp``: ``ramp_word``'s)."""
-    words = [*([ramp] if ramp else []), *([f"warm{warmup:g}"] if warmup else [])]
+    ``split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1`` with the ramp ``(16, 0.2)``: views from 16 px,
+    full size by 20% of ``max_epochs``."""
+    words = [*([f"ramp{ramp[0]}by{ramp[1]:g}"] if ramp else []), *([f"warm{warmup:g}"] if warmup else [])]
     return f"split{minutes:g}-{screen.tag}-{'-'.join([*words, f'tail{tail:g}' if tail else 'const'])}-s{seed}"
-
-
-def ramp_word(start: int, end: float) -> str:
-    """A resolution ramp's lever word: ``ramp16by0.2``, views from 16 px, full size by 20% of the epochs."""
-    return f"ramp{start}by{end:g}"
 
 
 def split_of(tag: str) -> Optional[Tuple[Screen, str, str]]:
@@ -225,8 +222,7 @@ def lever_line(
         words.append(f"++scheduler.warmup_minutes={warmup:g}")
     if ramp:
         words += [f"+memory.resolution.start={ramp[0]}", f"+memory.resolution.ramp_end={ramp[1]:g}"]
-    word = ramp_word(*ramp) if ramp else ""
-    return f"{split_tag(screen, minutes, tail, seed, warmup, word)}|{' '.join(words)}"
+    return f"{split_tag(screen, minutes, tail, seed, warmup, ramp)}|{' '.join(words)}"
 
 
 def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
