@@ -368,6 +368,8 @@ def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
                          **record(knn.parent, acc="knn_holdout_acc1"), "seed": seed, "test_knn": test})  # fmt: skip
         if not rows:
             continue
+        # by what a tag names, not its folder: a VM-scaled tag (split60x1.16-...) sorts apart from its twins
+        rows.sort(key=lambda r: (str(r["setting"]), str(r["lever"]), str(r["seed"])))
         head = ["setting", "lr", "seed", "epochs", "training min", "holdout kNN at the end", "holdout: min to 60%",
                 "65%", "70%", "test kNN at the end (not chosen on)"]  # fmt: skip
         cpu = " / ".join(sorted({str(r["cpu"]) for r in rows}))

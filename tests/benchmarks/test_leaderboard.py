@@ -400,6 +400,24 @@ def test_the_resolution_ramp_at_a_records_length_is_the_picks_tailed_split_line_
         plans.lever_line(rows, "mmcr", minutes=60, tail=0, seed=1, ramp=(16, 0.2))
 
 
+def test_a_levers_seeds_sit_together_in_the_split_table_whatever_their_vm_scaled_tags(tmp_path):
+    runs = tmp_path / "runs"
+    # folder order: ramp s2 (x1.13), warm-up s1 (x1.152), ramp s1 (x1.16); the table groups by what the tag names
+    for tag in ("split60x1.13-mmcr-adam-8e-3-ramp16by0.2-tail20-s2", "split60x1.152-mmcr-adam-1.6e-2-warm3-tail20-s1",
+                "split60x1.16-mmcr-adam-8e-3-ramp16by0.2-tail20-s1"):  # fmt: skip
+        _record(runs, tag, "mmcr", [60.0, 66.0, 67.5], 20.0, stop=60)
+        (knn,) = (runs / tag).rglob(EPOCH_KNN)
+        write_csv(knn, [{**r, "knn_holdout_acc1": 67.5} for r in read_csv(knn)])
+    leaderboard.collect(runs, out=tmp_path / "out")
+    table = leaderboard.report_split(out=tmp_path / "out", pages=[])
+    rows = [line.split(" | ")[:3] for line in table.splitlines() if line.startswith("| mmcr")]
+    assert rows == [
+        ["| mmcr-adam-1.6e-2", "warm3-tail20", "1"],
+        ["| mmcr-adam-8e-3", "ramp16by0.2-tail20", "1"],
+        ["| mmcr-adam-8e-3", "ramp16by0.2-tail20", "2"],
+    ]
+
+
 def test_a_warm_up_to_a_higher_peak_is_read_against_the_picks_run_with_the_tail(tmp_path):
     runs = tmp_path / "runs"
     for tag, holdout in (
