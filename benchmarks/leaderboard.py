@@ -368,9 +368,10 @@ def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
                          **record(knn.parent, acc="knn_holdout_acc1"), "seed": seed, "test_knn": test})  # fmt: skip
         if not rows:
             continue
-        # by what a tag names, not its folder: a VM-scaled tag (split60x1.16-...) sorts apart from its twins
-        rows.sort(key=lambda r: (str(r["setting"]), str(r["lever"]), str(r["seed"])))
-        head = ["setting", "lr", "seed", "epochs", "training min", "holdout kNN at the end", "holdout: min to 60%",
+        # by what a tag names, not its folder: a VM-scaled tag (split60x1.16-...) sorts apart from its
+        # twins; seeds as numbers (10 after 2)
+        rows.sort(key=lambda r: (str(r["setting"]), str(r["lever"]), int(r["seed"] or 0)))
+        head = ["setting", "lever", "seed", "epochs", "training min", "holdout kNN at the end", "holdout: min to 60%",
                 "65%", "70%", "test kNN at the end (not chosen on)"]  # fmt: skip
         cpu = " / ".join(sorted({str(r["cpu"]) for r in rows}))
         lines += [f"On {cpu}:", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -383,7 +384,11 @@ def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
         gains: Dict[Tuple[str, str], List[float]] = {}
         for r in rows:
             twin = base_run(r, rows)
-            if r["lever"] == "const" or twin is None:
+            if r["lever"] == "const":
+                continue
+            if twin is None:
+                lines.append(f"- {r['setting']}, seed {r['seed']}: {r['lever']} has no {lever_base(str(r['lever']))} "
+                             "run of its seed to be read against yet")  # fmt: skip
                 continue
             gain = float(r["final_knn"]) - float(twin["final_knn"])
             gains.setdefault((str(r["setting"]), str(r["lever"])), []).append(gain)

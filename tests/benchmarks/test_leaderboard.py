@@ -342,8 +342,9 @@ def test_a_lever_at_a_records_length_is_read_on_the_holdout_against_its_constant
     for tag, holdout, test in (
         ("split60-mmcr-adam-8e-3-const-s1", [60.0, 66.0, 67.5], [59.0, 65.0, 66.0]),
         ("split60-mmcr-adam-8e-3-tail20-s1", [60.0, 66.5, 69.0], [59.0, 65.5, 70.0]),
+        ("split60-mavicreg-adam-4e-3-tail20-s1", [60.0, 66.0, 69.5], [59.0, 65.0, 69.0]),
     ):
-        _record(runs, tag, "mmcr", test, 20.0, stop=60)
+        _record(runs, tag, tag.split("-")[1], test, 20.0, stop=60)
         (knn,) = (runs / tag).rglob(EPOCH_KNN)
         write_csv(knn, [{**r, "knn_holdout_acc1": h} for r, h in zip(read_csv(knn), holdout)])
     copied = leaderboard.collect(runs, out=tmp_path / "out")
@@ -356,6 +357,9 @@ def test_a_lever_at_a_records_length_is_read_on_the_holdout_against_its_constant
     assert "| mmcr-adam-8e-3 | tail20 | 1 | 3 | 60.0 | 69.00 | 20.0 | 40.0 | - | 70.00 |" in table
     assert "- mmcr-adam-8e-3, seed 1: tail20 against the constant lr, at the end on the holdout: +1.50 points" in table
     assert "- tail20 on mmcr-adam-8e-3: 1 of 2 seeds run: not decided" in table
+    # a lever run without its twin is listed as such, not read against another method's run
+    assert "- mavicreg-adam-4e-3, seed 1: tail20 has no const run of its seed to be read against yet" in table
+    assert "tail20 on mavicreg-adam-4e-3" not in table
 
 
 def test_a_lever_is_kept_only_where_it_helps_on_every_one_of_two_seeds():
@@ -402,9 +406,14 @@ def test_the_resolution_ramp_at_a_records_length_is_the_picks_tailed_split_line_
 
 def test_a_levers_seeds_sit_together_in_the_split_table_whatever_their_vm_scaled_tags(tmp_path):
     runs = tmp_path / "runs"
-    # folder order: ramp s2 (x1.13), warm-up s1 (x1.152), ramp s1 (x1.16); the table groups by what the tag names
-    for tag in ("split60x1.13-mmcr-adam-8e-3-ramp16by0.2-tail20-s2", "split60x1.152-mmcr-adam-1.6e-2-warm3-tail20-s1",
-                "split60x1.16-mmcr-adam-8e-3-ramp16by0.2-tail20-s1"):  # fmt: skip
+    # folder order: ramp s10, ramp s2 (x1.13), warm-up s1 (x1.152), ramp s1 (x1.16); the table groups by
+    # what the tag names, its seeds in number order
+    for tag in (
+        "split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s10",
+        "split60x1.13-mmcr-adam-8e-3-ramp16by0.2-tail20-s2",
+        "split60x1.152-mmcr-adam-1.6e-2-warm3-tail20-s1",
+        "split60x1.16-mmcr-adam-8e-3-ramp16by0.2-tail20-s1",
+    ):
         _record(runs, tag, "mmcr", [60.0, 66.0, 67.5], 20.0, stop=60)
         (knn,) = (runs / tag).rglob(EPOCH_KNN)
         write_csv(knn, [{**r, "knn_holdout_acc1": 67.5} for r in read_csv(knn)])
@@ -415,7 +424,9 @@ def test_a_levers_seeds_sit_together_in_the_split_table_whatever_their_vm_scaled
         ["| mmcr-adam-1.6e-2", "warm3-tail20", "1"],
         ["| mmcr-adam-8e-3", "ramp16by0.2-tail20", "1"],
         ["| mmcr-adam-8e-3", "ramp16by0.2-tail20", "2"],
+        ["| mmcr-adam-8e-3", "ramp16by0.2-tail20", "10"],
     ]
+    assert table.splitlines()[2].startswith("| setting | lever | seed |")
 
 
 def test_a_warm_up_to_a_higher_peak_is_read_against_the_picks_run_with_the_tail(tmp_path):
