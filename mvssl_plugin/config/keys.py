@@ -57,6 +57,7 @@ PLUGIN_KEYS = (
     "memory.resolution.multiple",
     "performance.compile",
     "performance.disable_channel_last",
+    "performance.loss_fp32",
     "performance.cpu_threads",
     "performance.precision_reason",
     "performance.optimizer_path",

@@ -32,6 +32,7 @@ from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, selec
 from mvssl_plugin.config.views import count_views, restore_crop_counts, showing_crops
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
+from mvssl_plugin.methods.loss_precision import loss_fp32
 
 #: ``solo``: solo-learn's Barlow Twins / VICReg projector (3 linear layers), so the
 #: built-in methods and the plugin's differ only in their loss; ``paper``: the authors'
@@ -93,6 +94,8 @@ class MultiViewMethod(BaseMethod):
         kwargs = cfg.method_kwargs
         self.fused_forward: bool = kwargs.fused_forward
         self.view_parallel: bool = kwargs.view_parallel
+        # float32 unless performance.loss_fp32=false asks for autocast's precision (methods/loss_precision.py)
+        self.loss_fp32: bool = loss_fp32(cfg, default=True)
         self.projector = build_projector(
             kwargs.projector, self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim
         )
@@ -223,10 +226,13 @@ class MultiViewMethod(BaseMethod):
         out, z = self._forward_views(indexes, large, small, targets, batch_idx)
         if split:
             z = list(gather_batch(torch.stack(z), dim=0))
-        # the loss's D x D products in float32 under mixed precision: autocast would run them in
-        # bf16/fp16, whose 8/11-bit mantissas blur the correlations the loss drives to 0 and 1
-        with torch.autocast(z[0].device.type, enabled=False):
-            ssl_loss = self.multiview_loss([view.float() if view.dtype != torch.float64 else view for view in z])
+        if self.loss_fp32:
+            # the loss's D x D products in float32 under mixed precision: autocast would run them in
+            # bf16/fp16, whose 8/11-bit mantissas blur the correlations the loss drives to 0 and 1
+            with torch.autocast(z[0].device.type, enabled=False):
+                ssl_loss = self.multiview_loss([view.float() if view.dtype != torch.float64 else view for view in z])
+        else:  # as solo-learn's own methods compute theirs: inside autocast
+            ssl_loss = self.multiview_loss(z)
         if not torch.isfinite(ssl_loss):
             raise FloatingPointError(
                 f"{self.loss_metric} is {ssl_loss.item()} at epoch {self.current_epoch}, step {self.global_step}: "

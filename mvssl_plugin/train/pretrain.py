@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from mvssl_plugin.config import adapt_to_hardware, open_cfg, select, world_size
 from mvssl_plugin.config.views import check_views_given_once, hydra_overrides
 from mvssl_plugin.data.checks import apply_backbone_defaults
-from mvssl_plugin.registry import PLUGIN_BACKBONES, register
+from mvssl_plugin.registry import PLUGIN_BACKBONES, PLUGIN_METHODS, register
 
 
 def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, object]:
@@ -27,6 +27,8 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     from solo.methods.base import BaseMethod
 
     from mvssl_plugin.data.solo_names import solo_data_format
+    from mvssl_plugin.methods.loss_precision import KEY as LOSS_KEY
+    from mvssl_plugin.methods.loss_precision import compute_loss_in_float32, loss_fp32
     from mvssl_plugin.train.checks import check_pretrain_cfg
 
     check_views_given_once(cfg, hydra_overrides())
@@ -51,7 +53,12 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
         cfg.optimizer.lr /= processes
         cfg.optimizer.classifier_lr /= processes
     seed_everything(cfg.seed)
-    return cfg, methods[cfg.method](cfg)
+    model = methods[cfg.method](cfg)
+    if cfg.method not in PLUGIN_METHODS and loss_fp32(cfg, default=False):
+        # solo-learn's own methods compute their loss inside autocast; the key puts it in float32
+        names = compute_loss_in_float32(model)
+        notify(f"mvssl: {cfg.method}'s loss in float32 ({', '.join(names)}; {LOSS_KEY}=true)")
+    return cfg, model
 
 
 def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
