@@ -108,7 +108,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     elif args.step_times:
         measure_step_times(scale, args.rounds, args.steps)
     elif args.report:
-        report(scale, REPO / "README.md" if scale.name == "cpu" and args.results is None else None)
+        report(scale, REPO / "docs" / "claims.md" if scale.name == "cpu" and args.results is None else None)
     elif args.budget_min is not None or until is not None:
         run_budget(scale, schedule(scale, args.seeds), Path(__file__), args, until)
     else:

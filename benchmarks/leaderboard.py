@@ -10,7 +10,7 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
 
 Each method starts from its CPU recipe (solo-learn's CIFAR recipe as it ships, on the speedrun's
-backbone, data path and precision; ours, ``speedrun_{,mavicreg_,mmcr_}cpu.yaml``) and gets the same
+backbone, data path and precision; ours, ``speedrun_{mabt,mavicreg,mmcr}_cpu.yaml``) and gets the same
 six screens:
 its LARS + warm-up-cosine at 0.5x, 1x and 2x the lr solo-learn ships (ours: Barlow Twins' 0.3),
 and Adam at a constant 1e-3, 2e-3 and 4e-3 (ours' family). Every screen trains 3 epochs (the
@@ -21,10 +21,12 @@ have run, Adam at half or twice its best Adam lr where that lr is the lowest or 
 screened (``edge_screens``: the same rule for every method). The lrs are solo-learn's
 nominal ones: it multiplies them by batch / 256 (the peers' recipes use 256, ours 128).
 
-A pick's record trains on all 50,000 images with the test set read after every epoch, two seeds,
-for the training minutes ``RECORD_MINUTES`` holds at its screen's pace. Records are kept and
-compared per CPU kind (the minutes of one kind say nothing of another's). On each, the records'
-table sets each of our records against the best of solo-learn's methods recorded there: that
+A pick's record is the recipe that is its setting (``leaderboard_plan.RECORD_RECIPES``: its lr, its
+time budget of ``RECORD_MINUTES`` training minutes, all 50,000 images, the test set read after every
+epoch), run on two seeds; ``records --loss-fp32`` runs the peers' with their loss in float32, as ours
+compute theirs. Records are kept and compared per CPU kind (the minutes of one kind say nothing
+of another's). On each, the records' table sets each of our records against the best of
+solo-learn's methods recorded there (with its loss in float32, as ours, where one was): that
 method's test kNN at the end of its records (the mean of its seeds, after about
 ``RECORD_MINUTES``), and the training minutes from which our curve stays at or above it
 (``eval.time_to_accuracy``'s rule). A constant-lr record
@@ -61,6 +63,7 @@ from doc_blocks import replace_between, write_table
 from leaderboard_plan import (
     METHODS,
     RECORD_MINUTES,
+    RECORD_RECIPES,
     RECORD_SEEDS,
     edge_screens,
     lever_base,
@@ -80,8 +83,9 @@ from mvssl_plugin.files import read_csv, read_json, write_csv
 from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG
 
 OUT = Path(__file__).resolve().parent / "results" / "leaderboard"
-#: the page whose screens table ``report`` writes, between these markers
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "speedrun.md"
+#: the tables live in ``OUT`` (screens.md, records.md, split.md); docs/speedrun.md reads them in prose.
+#: A page given to ``report`` gets a table between these markers
+REPO = Path(__file__).resolve().parents[1]
 START = "<!-- leaderboard screens: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
 END = "<!-- end of the leaderboard screens -->"
 RECORDS_START = (
@@ -92,8 +96,8 @@ SPLIT_START = (
     "<!-- levers at a record's length: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
 )
 SPLIT_END = "<!-- end of the levers at a record's length -->"
-#: the README's headline: the comparison with the best peer in short (the tables stay in ``PAGE``)
-README = PAGE.parents[1] / "README.md"
+#: the README's headline: the comparison with the best peer in short, a row per recipe
+README = REPO / "README.md"
 VERSUS_START = "<!-- ours against the best tuned peer: made by `python benchmarks/leaderboard.py report` -->"
 VERSUS_END = "<!-- end of ours against the best tuned peer -->"
 
@@ -135,6 +139,17 @@ def collect(root: Path, out: Path = OUT) -> List[Path]:
     return copied
 
 
+def loss_precision(folder: Path) -> str:
+    """The precision a run's loss ran at: ``fp32``, or ``bf16`` where a peer's ran inside bf16 autocast
+    (``performance.loss_fp32`` unset or false under ``bf16-mixed``; ours compute theirs in float32
+    unless it is false)."""
+    args = read_json(folder / "args.json")
+    asked = (args.get("performance") or {}).get("loss_fp32")
+    ours = args["method"] in {m.key for m in METHODS if m.ours}
+    mixed = str(args.get("precision", "32")).startswith(("bf16", "16"))
+    return "fp32" if not mixed or (ours if asked is None else asked) else str(args["precision"]).split("-")[0]
+
+
 def row(folder: Path) -> Dict[str, object]:
     """One screen's reading: its holdout kNN after each epoch (none: it diverged before the first
     ended), its training minutes."""
@@ -170,6 +185,9 @@ def against_best_peer(
     for r in rows:
         by_setting.setdefault(str(r["setting"]), []).append(r)
     peers = {k: v for k, v in by_setting.items() if k.split("-")[0] not in ours}
+    # at ours' loss precision (float32) where a peer was recorded at it on this kind
+    same = {k: v for k, v in peers.items() if all(r.get("loss") == "fp32" for r in v)}
+    peers = same or peers
     if not peers:
         return {}, []
     best = max(peers, key=lambda k: sum(float(r["final_knn"]) for r in peers[k]) / len(peers[k]))
@@ -179,7 +197,7 @@ def against_best_peer(
         return sum(float(r[column]) for r in runs) / len(runs)
 
     peer = {"setting": best, "records": len(runs), "knn": mean("final_knn"), "minutes": mean("train_minutes"),
-            "epochs": mean("epochs")}  # fmt: skip
+            "epochs": mean("epochs"), "loss": runs[0].get("loss", "")}  # fmt: skip
     versus = []
     for r in rows:
         if str(r["setting"]).split("-")[0] not in ours:
@@ -212,30 +230,46 @@ def versus_lines(peer: Dict[str, object], versus: Sequence[Dict[str, object]]) -
 
 
 HEADLINE_HEAD = [
-    "| CPU kind | ours | best tuned peer: its kNN at the end, minutes | ours stays at or above it from (min, per seed) "
-    "| less time | from epoch (peer's) |",
-    "|---|---|---|---|---|---|",
+    "| recipe | CPU kind | loss | min to 60% (per seed) | 65% | 70% | test kNN at its end "
+    "| stays at or above the best peer's kNN at its end |",
+    "|---|---|---|---|---|---|---|---|",
 ]
 
 
-def headline_rows(kind: str, peer: Dict[str, object], versus: Sequence[Dict[str, object]]) -> List[str]:
-    """The comparison in short, for the README: one row per setting of ours, its seeds side by side
-    ("never": that seed's curve does not stay at or above the peer's kNN)."""
+def headline_rows(
+    kind: str, rows: Sequence[Dict[str, object]], beyond: Sequence[Dict[str, object]],
+    peer: Dict[str, object], versus: Sequence[Dict[str, object]],
+) -> List[str]:  # fmt: skip
+    """The README's table: one row per recipe (``RECORD_RECIPES``) with records on this kind, its seeds
+    side by side ("-": not within its budget; a recipe with a tail read over its whole budget, the
+    others over ``RECORD_MINUTES``), and for ours how much sooner each seed stays at or above the best
+    peer's kNN ("never": it does not)."""
+    whole = {str(r["run"]): r for r in beyond}
+    sooner = {str(v["run"]): v for v in versus}
     by_setting: Dict[str, List[Dict[str, object]]] = {}
-    for v in versus:
-        by_setting.setdefault(str(v["setting"]), []).append(v)
-    minutes = float(peer["minutes"])
-    rows = []
-    for setting, vs in by_setting.items():
-        at = [None if v["minutes"] is None else float(v["minutes"]) for v in vs]
-        cells = (
-            " / ".join("never" if t is None else f"{t:.1f}" for t in at),
-            " / ".join("-" if t is None else f"{minutes / t:.2f}x" for t in at),
-            " / ".join("-" if v["epoch"] is None else str(v["epoch"]) for v in vs) + f" ({peer['epochs']:g})",
-        )
-        rows.append(f"| {kind} | {setting} | {peer['setting']}: {float(peer['knn']):.2f}%, {minutes:.1f} | "
-                    + " | ".join(cells) + " |")  # fmt: skip
-    return rows
+    for r in rows:
+        if str(r["setting"]) in RECORD_RECIPES:
+            long = "-tail" in str(r["setting"])
+            by_setting.setdefault(str(r["setting"]), []).append(whole.get(str(r["run"]), r) if long else r)
+
+    def first_to_60(runs: List[Dict[str, object]]) -> float:
+        return min((float(str(r["min_to_60"])) for r in runs if r["min_to_60"] not in ("", None)), default=1e9)
+
+    out = []
+    for setting, runs in sorted(by_setting.items(), key=lambda kv: (first_to_60(kv[1]), kv[0])):
+        runs = sorted(runs, key=lambda r: int(str(r["seed"])))
+        cells = [" / ".join(str(r[f"min_to_{t}"] or "-") for r in runs) for t in (60, 65, 70)]
+        cells.append(" / ".join(f"{float(r['final_knn']):.2f}" for r in runs))
+        if setting == peer.get("setting"):
+            cells.append("(the best peer)")
+        elif any(str(r["run"]) in sooner for r in runs) and peer:
+            each = [sooner.get(str(r["run"]), {}).get("minutes") for r in runs]
+            less = " / ".join("never" if t is None else f"{float(peer['minutes']) / float(t):.2f}x" for t in each)
+            cells.append(f"{less} sooner than {peer['setting']} ({peer['loss']} loss, {float(peer['knn']):.2f}%)")
+        else:
+            cells.append("-")
+        out.append(f"| `{RECORD_RECIPES[setting]}` | {kind} | {runs[0]['loss']} | " + " | ".join(cells) + " |")
+    return out
 
 
 def beyond_line(r: Dict[str, object]) -> str:
@@ -274,7 +308,7 @@ def plot_records(
     plt.close(fig)
 
 
-def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline_pages: Sequence[Path] = (README,)) -> str:
+def report_records(out: Path = OUT, pages: Sequence[Path] = (), headline_pages: Sequence[Path] = (README,)) -> str:
     """``records.csv`` (every record, its ``machine``) and ``records.md`` in ``out``, from the records
     collected in ``out/records/<machine_key>``: per CPU kind, its table, then its records of ours
     against the best peer recorded on that kind, and ``records_<machine_key>.png``. The tables go
@@ -288,27 +322,29 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (PAGE,), headline_pa
             setting = knn.parent.name[len("record-") :].rsplit("-s", 1)[0]
             stop = (read_json(knn.parent / "args.json").get("epoch_knn") or {}).get("stop_after_minutes")
             trained_on = stop is not None and float(stop) > RECORD_MINUTES
-            rows.append({"machine": kind.name, "setting": setting,
+            rows.append({"machine": kind.name, "setting": setting, "loss": loss_precision(knn.parent),
                          **record(knn.parent, RECORD_MINUTES if trained_on else None)})  # fmt: skip
             curve = read_csv(knn)
             curves[knn.parent.name] = within(curve, RECORD_MINUTES) if trained_on else curve
             if trained_on:
-                beyond.append({"machine": kind.name, "setting": setting, **record(knn.parent)})
+                beyond.append({"machine": kind.name, "setting": setting, "loss": loss_precision(knn.parent),
+                               **record(knn.parent)})  # fmt: skip
         if not rows:
             continue
         cpu = " / ".join(sorted({str(r["cpu"]) for r in rows}))
         lines += [f"On {cpu}:", "",
-                  "| method | setting | seed | epochs | training min | test kNN at the end | min to 50% | 55% | 60% |",
-                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+                  "| method | setting | loss | seed | epochs | training min | test kNN at the end "
+                  "| min to 50% | 55% | 60% |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for r in sorted(rows, key=lambda r: (-float(r["final_knn"]), str(r["run"]))):
             to = [r[f"min_to_{t}"] or "-" for t in (50, 55, 60)]
-            lines.append(f"| {r['method']} | {r['setting']} | {r['seed']} | {r['epochs']} | {r['train_minutes']} "
-                         f"| {float(r['final_knn']):.2f} | {' | '.join(map(str, to))} |")  # fmt: skip
+            lines.append(f"| {r['method']} | {r['setting']} | {r['loss']} | {r['seed']} | {r['epochs']} "
+                         f"| {r['train_minutes']} | {float(r['final_knn']):.2f} "
+                         f"| {' | '.join(map(str, to))} |")  # fmt: skip
         peer, versus = against_best_peer(rows, curves)
         if peer:
             head, *each = versus_lines(peer, versus)
             lines += ["", f"On {cpu}, against {head}:", "", *[f"- {v}" for v in each], ""]
-            headline += headline_rows(kind.name, peer, versus)
+            headline += headline_rows(kind.name, rows, beyond, peer, versus)
         else:
             lines += ["", f"On {cpu}: no record of a peer yet.", ""]
         if beyond:
@@ -353,7 +389,7 @@ def base_run(run: Dict[str, object], rows: Sequence[Dict[str, object]]) -> Optio
     return min(twins, key=lambda c: c["setting"] != run["setting"], default=None)
 
 
-def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
+def report_split(out: Path = OUT, pages: Sequence[Path] = ()) -> str:
     """``split.csv`` and ``split.md`` in ``out`` from ``out/split/<machine_key>``: per CPU kind, each
     run of a lever at a record's length read on the holdout split (the test set's kNN beside it,
     not chosen on), then per setting and seed each lever against its constant twin at the end; the
@@ -404,7 +440,7 @@ def report_split(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
     return table
 
 
-def report(out: Path = OUT, pages: Sequence[Path] = (PAGE,)) -> str:
+def report(out: Path = OUT, pages: Sequence[Path] = ()) -> str:
     """``screens.csv`` and ``screens.md`` in ``out`` (each method's pick in bold), and the table
     between the markers of each page in ``pages``."""
     rows = [row(f) for f in sorted((out / "screens").iterdir()) if (f / "args.json").is_file()]
@@ -449,6 +485,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                        help="a constant lr's training minutes (its record still reads the first 30)")  # fmt: skip
     lines.add_argument("--tail", type=float, default=0.0,
                        help="the constant-lr picks only, their lr falling to zero over the last minutes")  # fmt: skip
+    lines.add_argument("--loss-fp32", action="store_true",
+                       help="the peers' records with their loss in float32, as ours compute theirs")  # fmt: skip
     split = sub.add_parser("split", help="a pick at a record's length on the split: constant lr, then with a tail")
     split.add_argument("--method", required=True, choices=[m.key for m in METHODS if m.ours])
     split.add_argument("--minutes", type=float, default=60.0, help="the training minutes of both runs")
@@ -468,7 +506,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for target in collect(args.root):
             print(f"leaderboard: {target}")
     elif args.action == "records":
-        print("\n".join(record_lines(read_csv(OUT / "screens.csv"), args.minutes, args.tail)))
+        print("\n".join(record_lines(read_csv(OUT / "screens.csv"), args.minutes, args.tail, args.loss_fp32)))
     elif args.action == "split":
         rows = read_csv(OUT / "screens.csv")
         if args.warmup or args.peak or args.ramp:

@@ -13,7 +13,7 @@ SCREEN_EPOCHS = 3
 TRAIN_IMAGES, HOLDOUT = 50_000, 5_000
 #: every screen: its budget, the split it is read on, and no test set
 SCREEN = (f"max_epochs={SCREEN_EPOCHS}", "seed=1", f"data.holdout={HOLDOUT}", "data.val_path=null",
-          "epoch_knn.enabled=true")  # fmt: skip
+          "epoch_knn.enabled=true", "epoch_knn.stop_after_minutes=null")  # fmt: skip
 ADAM = ("optimizer.name=adam", "~optimizer.kwargs", "optimizer.weight_decay=1e-6", "scheduler.name=none")
 #: solo-learn's LARS settings for its CIFAR recipes, for a recipe that ships Adam
 LARS = (
@@ -47,7 +47,7 @@ METHODS = (
     Method("vicreg", "solo_vicreg_cifar_cpu.yaml", 0.3, "lars"),
     Method("simclr", "solo_simclr_cifar_cpu.yaml", 0.4, "lars"),
     Method("byol", "solo_byol_cifar_cpu.yaml", 1.0, "lars"),
-    Method("mabt", "speedrun_cpu.yaml", 0.3, "adam", ours=True),
+    Method("mabt", "speedrun_mabt_cpu.yaml", 0.3, "adam", ours=True),
     Method("mavicreg", "speedrun_mavicreg_cpu.yaml", 0.3, "adam", ours=True),
     Method("mmcr", "speedrun_mmcr_cpu.yaml", 0.3, "adam", ours=True),
 )
@@ -129,17 +129,24 @@ def edge_screens(rows: Sequence[Dict[str, object]]) -> List[Screen]:
     return edges
 
 
-def record_tag(screen: Screen, seed: int, tail: float = 0) -> str:
-    """``record-mmcr-adam-8e-3-s1``, or ``record-mmcr-adam-8e-3-tail20-s1`` with the lr's tail."""
-    return f"record-{screen.tag}{f'-tail{tail:g}' if tail else ''}-s{seed}"
+#: the word a record's tag and setting carry when a peer's loss ran in float32
+#: (``performance.loss_fp32=true``; ours compute theirs in float32 as they ship)
+FP32 = "fp32"
+
+
+def record_tag(screen: Screen, seed: int, tail: float = 0, fp32: bool = False) -> str:
+    """``record-mmcr-adam-8e-3-s1``; ``record-mmcr-adam-8e-3-tail20-s1`` with the lr's tail;
+    ``record-vicreg-adam-5e-4-fp32-s1`` for a peer whose loss ran in float32."""
+    words = [*([f"tail{tail:g}"] if tail else []), *([FP32] if fp32 else [])]
+    return f"record-{'-'.join([screen.tag, *words])}-s{seed}"
 
 
 def record_of(tag: str) -> Optional[Screen]:
-    """The screen a ``record_tag`` names, with or without a tail, or None."""
+    """The screen a ``record_tag`` names, with or without its tail and ``fp32`` words, or None."""
     head, _, seed = tag.rpartition("-s")
     if not tag.startswith("record-") or not seed.isdigit():
         return None
-    setting = head[len("record-") :]
+    setting = head[len("record-") :].removesuffix(f"-{FP32}")
     stem, _, tail = setting.rpartition("-tail")
     return screen_of(stem if stem and tail.replace(".", "", 1).isdigit() else setting)
 
@@ -183,9 +190,10 @@ def split_lines(rows: Sequence[Dict[str, object]], method: str, minutes: float, 
     assert screen is not None, pick
     if screen.optimizer != "adam":
         raise SystemExit(f"{method}'s pick {pick['tag']} has a schedule: a tail decays a constant lr")
-    (line,) = [x for x in record_lines(rows, minutes) if x.startswith(f"{record_tag(screen, seed)}|")]
+    mine = [r for r in rows if r["method"] == method]
+    (line,) = [x for x in record_lines(mine, minutes) if x.startswith(f"{record_tag(screen, seed)}|")]
     args = line.partition("|")[2].split()
-    at = args.index("epoch_knn.enabled=true")
+    at = args.index(f"seed={seed}")
     args[at:at] = [f"data.holdout={HOLDOUT}"]
     args = [f"+wandb.tags=[leaderboard,split{minutes:g}]" if a == WANDB[-1] else a for a in args]
     return [
@@ -216,10 +224,10 @@ def lever_line(
     tag, _, args = base.partition("|")
     screen = split_of(tag)[0]  # type: ignore[index]
     words = args.split()
-    if warmup:
+    if warmup:  # the recipe's lr replaced by the peak
         screen = Screen(screen.method, screen.optimizer, peak)
-        words = [f"optimizer.lr={peak}" if w.startswith("optimizer.lr=") else w for w in words]
-        words.append(f"++scheduler.warmup_minutes={warmup:g}")
+        words = [w for w in words if not w.startswith("optimizer.lr=")]
+        words += [f"optimizer.lr={peak}", f"++scheduler.warmup_minutes={warmup:g}"]
     if ramp:
         words += [f"+memory.resolution.start={ramp[0]}", f"+memory.resolution.ramp_end={ramp[1]:g}"]
     return f"{split_tag(screen, minutes, tail, seed, warmup, ramp)}|{' '.join(words)}"
@@ -236,16 +244,46 @@ def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
     return best
 
 
-def record_lines(rows: Sequence[Dict[str, object]], minutes: float = RECORD_MINUTES, tail: float = 0) -> List[str]:
-    """``tag|arguments`` of each method's record runs: its pick on all 50,000 training images (the
-    speedrun records' data), the test set read after every epoch, seeds 1 and 2, logged to one
-    offline wandb project, for ``minutes`` of training. A constant lr stops after the epoch whose
-    training clock reaches them (``epoch_knn.stop_after_minutes``); a schedule is fitted to the
-    epochs ``RECORD_MINUTES`` hold at the method's fastest screen's pace (the least disturbed by
-    other work), scaled from the screens' 45,000 images to 50,000: a longer schedule would not
-    pass through the record. With ``tail``, only the constant-lr picks, their lr falling to zero
-    over the budget's last ``tail`` minutes; the tail must start at or after ``RECORD_MINUTES`` so
-    that the run's first ``RECORD_MINUTES`` still read as a record at a constant lr."""
+#: every setting with records and the recipe that is it (its lr, its tail where the split kept one, its
+#: time budget): ``records`` plans from these, and tests/benchmarks/test_record_recipes.py holds each
+#: recipe equal to the configs its records ran (their ``args.json``). The peers' recipes are their
+#: picks beside solo-learn's own (``Method.recipe``); ``speedrun_cpu.yaml`` is the fastest of these.
+RECORD_RECIPES: Dict[str, str] = {
+    "barlow-adam-5e-4": "solo_barlow_adam_cifar_cpu.yaml",
+    "vicreg-adam-5e-4": "solo_vicreg_adam_cifar_cpu.yaml",
+    "simclr-adam-5e-4": "solo_simclr_adam_cifar_cpu.yaml",
+    "byol-adam-5e-4": "solo_byol_adam_cifar_cpu.yaml",
+    "mabt-adam-4e-3": "speedrun_mabt_cpu.yaml",
+    "mavicreg-adam-4e-3": "speedrun_mavicreg_cpu.yaml",
+    "mmcr-adam-8e-3": "speedrun_mmcr_cpu.yaml",
+    "mmcr-adam-8e-3-tail20": "speedrun_mmcr_60min_cpu.yaml",
+}
+#: the fastest setting with two seeds on record: what ``speedrun_cpu.yaml`` composes to
+FASTEST = "mmcr-adam-8e-3"
+
+
+def record_recipe(setting: str) -> str:
+    """The recipe that is ``setting`` (a pick's tag, with ``-tail20`` for its tail)."""
+    if setting not in RECORD_RECIPES:
+        raise SystemExit(
+            f"no recipe is the setting {setting}: write scripts/pretrain/cifar10/<name>.yaml from the pick's "
+            "recipe with its lr and budget, add it to leaderboard_plan.RECORD_RECIPES, and run "
+            "tests/benchmarks/test_record_recipes.py"
+        )
+    return RECORD_RECIPES[setting]
+
+
+def record_lines(
+    rows: Sequence[Dict[str, object]], minutes: float = RECORD_MINUTES, tail: float = 0, fp32: bool = False
+) -> List[str]:
+    """``tag|arguments`` of each method's record runs: the recipe that is its pick (all 50,000 training
+    images, the test set read after every epoch, the budget), seeds 1 and 2, logged to one offline
+    wandb project. With ``minutes`` beyond ``RECORD_MINUTES`` a constant lr trains on (its row is read
+    at ``RECORD_MINUTES``; ``max_epochs`` raised to twice the epochs ``minutes`` hold at the method's
+    fastest screen's pace, scaled from 45,000 images to 50,000); a schedule keeps its epochs, as a
+    longer one would not pass through its record. With ``tail``, the settings whose recipe holds
+    that tail (kept on the split), the tail starting at or after ``RECORD_MINUTES``. With ``fp32``, the
+    peers' records with their loss in float32 (``+performance.loss_fp32=true``), as ours compute theirs."""
     if tail and minutes - tail < RECORD_MINUTES:
         raise SystemExit(
             f"a {tail:g}-minute tail of a {minutes:g}-minute record starts before minute {RECORD_MINUTES:g}, "
@@ -255,17 +293,18 @@ def record_lines(rows: Sequence[Dict[str, object]], minutes: float = RECORD_MINU
     for method, pick in picks(rows).items():
         screen = screen_of(str(pick["tag"]))
         assert screen is not None, pick
-        if tail and screen.optimizer != "adam":  # a schedule has no constant lr to decay
+        setting = screen.tag + (f"-tail{tail:g}" if tail else "")
+        if tail and setting not in RECORD_RECIPES:  # the tail only where the split kept it
             continue
-        ran = [r for r in rows if r["method"] == method and r.get("diverged_in_epoch") in ("", None)]
-        pace = min(float(r["train_minutes"]) for r in ran) / SCREEN_EPOCHS * TRAIN_IMAGES / (TRAIN_IMAGES - HOLDOUT)
-        kept = [a for a in screen.arguments() if a not in SCREEN]
-        if screen.optimizer == "adam":  # a constant lr: the clock ends it
+        if fp32 and screen.method.ours:  # ours' records already compute the loss in float32
+            continue
+        budget: List[str] = []
+        if not tail and minutes != RECORD_MINUTES and screen.optimizer == "adam":
+            ran = [r for r in rows if r["method"] == method and r.get("diverged_in_epoch") in ("", None)]
+            pace = min(float(r["train_minutes"]) for r in ran) / SCREEN_EPOCHS * TRAIN_IMAGES / (TRAIN_IMAGES - HOLDOUT)
             budget = [f"max_epochs={2 * math.ceil(minutes / pace)}", f"epoch_knn.stop_after_minutes={minutes:g}"]
-        else:
-            budget = [f"max_epochs={math.ceil(RECORD_MINUTES / pace)}"]
         for seed in RECORD_SEEDS:
-            args = [*kept, *budget, f"seed={seed}", "epoch_knn.enabled=true", *WANDB]
-            args += [f"++scheduler.tail_minutes={tail:g}"] if tail else []
-            lines.append(f"{record_tag(screen, seed, tail)}|{' '.join(args)}")
+            args = ["--config-name", record_recipe(setting), *budget, f"seed={seed}", *WANDB]
+            args += ["+performance.loss_fp32=true"] if fp32 else []
+            lines.append(f"{record_tag(screen, seed, tail, fp32)}|{' '.join(args)}")
     return lines

@@ -4,7 +4,7 @@ oneDNN kernel runs each convolution, forward and backward.
 
     python benchmarks/step_accounting.py [--steps 20] [--no-kernels]
 
-The step is the recipe's model alone (``speedrun_cpu.yaml``: 2 views of 128 CIFAR images at 32 px
+The step is the recipe's model alone (``speedrun_mabt_cpu.yaml``: 2 views of 128 CIFAR images at 32 px
 through the width-16 ResNet-18 and the d = 256 projector, channels-last, the recipe's precision
 on this CPU), forward, a stand-in loss, backward and Adam, timed as the median of ``--steps``
 after 3 warm-up steps: the part of a training step that FLOPs describe. FLOPs are counted by
@@ -79,7 +79,7 @@ def peak(facts: Dict[str, object]) -> Tuple[float, float, str]:
     return cores * hz * fp32, cores * hz * bf16, how
 
 
-def build(overrides: List[str], recipe: str = "speedrun_cpu.yaml"):
+def build(overrides: List[str], recipe: str = "speedrun_mabt_cpu.yaml"):
     """The recipe's method on the CPU, in its precision and memory format, and its precision."""
     import contextlib
     import io
@@ -120,7 +120,7 @@ class RecipeStep(NamedTuple):
         one_step(self.model, self.views, self.optimizer, self.bf16)
 
 
-def recipe_step(overrides: Sequence[str] = (), recipe: str = "speedrun_cpu.yaml") -> RecipeStep:
+def recipe_step(overrides: Sequence[str] = (), recipe: str = "speedrun_mabt_cpu.yaml") -> RecipeStep:
     """The recipe's model, random views of its batch and its Adam (fused, as a run's is:
     ``config.hardware.choose_optimizer_path``), built once for every measurement of a sitting."""
     import torch

@@ -24,8 +24,8 @@ else:  # pragma: no cover - the suite runs on 3.11
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 BLOCK = re.compile(r"^```bash\n(.*?)^```", re.M | re.S)
-#: the README fits a screen or so; everything else is in docs/
-README_LINES = 250
+#: the README is read in a minute (issue 93); the speedrun's narrative page stays a page
+README_LINES, SPEEDRUN_LINES = 160, 300
 
 
 def slug(heading: str) -> str:
@@ -51,6 +51,7 @@ def commands(page: Path) -> list:
 def test_the_readme_fits_and_links_every_docs_page():
     readme = (REPO / "README.md").read_text()
     assert readme.count("\n") <= README_LINES
+    assert (REPO / "docs" / "speedrun.md").read_text().count("\n") <= SPEEDRUN_LINES
     linked = {target for target in LINK.findall(readme)}
     assert {f"docs/{page.name}" for page in PAGES[1:]} <= linked
 

@@ -87,7 +87,7 @@ class Point:
     width: int = WIDTH
     #: the width of the scale the point belongs to: a name says its width only where it differs
     scale_width: int = WIDTH
-    #: a setting of the speedrun's (``speedrun_settings``, screened by ``lever_split.py``): its
+    #: a named setting (the retired speedrun's, which ran through this grid): its
     #: name, recipe and Hydra overrides, applied after the grid's own (a key given here replaces the grid's)
     tag: str = ""
     recipe: str = ""

@@ -108,8 +108,8 @@ def equal_seconds_table(grid: Grid, base: Key, keys: Sequence[Key], step_times: 
     return lines
 
 
-README_START = "<!-- cpu-claims table: made by `python benchmarks/cpu_claims.py --report` from its CSVs -->"
-README_END = "<!-- end of the cpu-claims table -->"
+TABLE_START = "<!-- cpu-claims table: made by `python benchmarks/cpu_claims.py --report` from its CSVs -->"
+TABLE_END = "<!-- end of the cpu-claims table -->"
 
 
 class Claim(NamedTuple):
@@ -339,7 +339,7 @@ def write_report(
     table = claims_table(grid, step_times, e, setting)
     lines += ["## The claims at a glance", ""] + table + [""]
     if readme is not None:
-        readme.write_text(replace_between(readme.read_text(), README_START, README_END, table))
+        readme.write_text(replace_between(readme.read_text(), TABLE_START, TABLE_END, table))
     if "CPU" in setting:  # questions about the CPU only: its bf16, its backbone width
         lines += precision_section(results)
         lines += width_section(curves, width_pairs, rates)
@@ -364,7 +364,7 @@ def write_report(
 
 
 def report(scale: Scale, readme: Optional[Path] = None) -> Path:
-    """summary.md, the plots and (with ``readme``) the README's claims table from ``scale``'s CSVs."""
+    """summary.md, the plots and (with ``readme``) docs/claims.md's claims table from ``scale``'s CSVs."""
     step_times = read_csv(scale.step_times)
     pairs, rates = [], {}
     for point, seed in schedule(scale, (1, 2)):

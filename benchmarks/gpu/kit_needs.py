@@ -71,13 +71,19 @@ NEEDED: tuple[Need, ...] = (
     Need("setuptools==69.5.1", "setuptools", "pin", "solo-learn's setup.py needs pkg_resources (<70)", role="build"),
     Need("wheel==0.43.0", "wheel", "pin", "pip builds solo-learn's wheel without build isolation", role="build"),
 )
-#: ``--with-dali``: NVIDIA DALI (data.format=dali, the plugin's loader and solo-learn's) and what it requires
-#: (pip's list for 2.4.0, versions as this project's tests run them). About 0.5 GiB: its own item, cut
-#: after the data, so the other items install and run while its parts still travel.
+#: ``--with-dali``: NVIDIA DALI (data.format=dali, the plugin's loader and solo-learn's) for the target's
+#: CUDA 13 (its torch is a cu130 build: DALI's cuda120 build would load CUDA 12 libraries beside it) and
+#: what DALI 2.4.0 requires (its wheel's Requires-Dist: nvimgcodec-cu13[all] < 0.10, libnvcomp-cu13 ==
+#: 5.3.0.16; of nvimgcodec's extras only nvjpeg, the JPEG decoder, on CUDA 13.0 as the target's torch;
+#: JPEG 2000 and TIFF are left out). About 247 MiB (measured 2026-12-06: the DALI wheel 189.5, libnvcomp
+#: 27.2, nvimgcodec 23.9, nvjpeg 3.6): its own item, cut after the data, so the other items install and
+#: run while its parts still travel. nvjpeg's files land in ``nvidia/cu13`` beside the target's own CUDA
+#: libraries, so it is pinned (always installed), not checked by import.
 DALI_NEEDED: tuple[Need, ...] = (
-    Need("nvidia-dali-cuda120==2.4.0", "nvidia.dali", "if_missing", "data.format=dali, dali.device=gpu"),
-    Need("nvidia-nvimgcodec-cu12==0.9.0.20", "nvidia.nvimgcodec", "if_missing", "DALI 2.4 decodes with it"),
-    Need("nvidia-libnvcomp-cu12==5.3.0.16", "nvidia.libnvcomp", "if_missing", "DALI 2.4 requires it"),
+    Need("nvidia-dali-cuda130==2.4.0", "nvidia.dali", "if_missing", "data.format=dali, dali.device=gpu"),
+    Need("nvidia-nvimgcodec-cu13==0.9.0.20", "nvidia.nvimgcodec", "if_missing", "DALI 2.4 decodes with it"),
+    Need("nvidia-libnvcomp-cu13==5.3.0.16", "nvidia.libnvcomp", "if_missing", "DALI 2.4 requires it"),
+    Need("nvidia-nvjpeg==13.0.4.44", "nvidia.cu13", "pin", "nvimgcodec's JPEG decoder on the GPU (CUDA 13.0)"),
     Need("libcst==1.9.0", "libcst", "if_missing", "DALI 2.4 requires it"),
     Need("optree==0.20.0", "optree", "if_missing", "DALI 2.4 requires it"),
     Need("nvtx==0.2.17", "nvtx", "if_missing", "DALI 2.4 requires it"),

@@ -49,10 +49,15 @@ def tree_mib(repo: Path = REPO) -> float:
     return sum((repo / n.decode()).stat().st_size for n in names if n and (repo / n.decode()).is_file()) / MIB
 
 
+#: MiB a call keeps free beside two parts and the checkout: the manifest, the runs file, and the
+#: checkout growing by a committed result between packing and the call (a call over the limit is refused)
+SPARE_MIB = 8.0
+
+
 def part_mib_for(tree: float) -> float:
-    """The part size at which two parts, the manifest and a ``tree``-MiB checkout fit in one call
-    (1 MiB spare), at most 30."""
-    return float(min(30, int((CALL_MIB - 1 - tree) // 2)))
+    """The part size at which two parts, the manifest and a ``tree``-MiB checkout fit in one call with
+    ``SPARE_MIB`` to spare, at most 24."""
+    return float(min(24, int((CALL_MIB - SPARE_MIB - tree) // 2)))
 
 
 DEFAULT_PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(17, 29)] + ["manylinux2014_x86_64"]
@@ -369,7 +374,10 @@ def main(argv: Optional[list] = None) -> None:
         help="pack what solo-learn's main_umap.py imports (about 115 MB: the smoke list's solo-umap line)",
     )
     parser.add_argument(
-        "--part-mib", type=float, default=None, help="default: two parts and the tree fit in a call (at most 30)"
+        "--part-mib",
+        type=float,
+        default=None,
+        help="default: two parts and the tree fit in a call with 8 MiB spare (at most 24)",
     )
     parser.add_argument("--out", type=Path, default=REPO / ".kit")
     args = parser.parse_args(argv)

@@ -97,6 +97,25 @@ def adapt_to_hardware(cfg: DictConfig) -> list[str]:
     return notices
 
 
+#: ``performance.finite_check_every: auto``: steps between read-backs of the loss's finiteness
+FINITE_CHECK_STEPS = {"cpu": 1, "gpu": 100}
+
+
+def finite_check_every(cfg: DictConfig) -> int:
+    """How often a run reads back whether its losses stayed finite (``performance.finite_check_every``).
+
+    Why: the check is a device-to-host copy; on a CPU the value is already in host memory, so
+    ``auto`` reads every step and stops before a non-finite loss moves the weights; on a GPU a
+    read-back per step makes the host wait for the device, so ``auto`` keeps a flag on the device
+    and reads it every 100 steps and at each epoch's end, before its checkpoint (a diverged run
+    then trains on for at most 99 steps, and no checkpoint holds its weights). Not written into
+    the config: ``auto`` resolves where it is read."""
+    value = select(cfg, "performance.finite_check_every", AUTO)
+    if value == AUTO:
+        return FINITE_CHECK_STEPS.get(str(select(cfg, "accelerator", "cpu")), FINITE_CHECK_STEPS["gpu"])
+    return int(value)
+
+
 #: torch optimizers that have a fused implementation on the CPU and on CUDA (solo-learn's names)
 FUSED_OPTIMIZERS = ("adam", "adamw")
 

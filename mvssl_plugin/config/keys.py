@@ -58,6 +58,7 @@ PLUGIN_KEYS = (
     "performance.compile",
     "performance.disable_channel_last",
     "performance.loss_fp32",
+    "performance.finite_check_every",
     "performance.cpu_threads",
     "performance.precision_reason",
     "performance.optimizer_path",

@@ -33,6 +33,7 @@ TRAINING_RULES: tuple[Rule, ...] = (
     ("performance.compile", lambda v: isinstance(v, bool), "use true or false"),
     ("performance.disable_channel_last", lambda v: isinstance(v, bool), "use true or false"),
     ("performance.loss_fp32", lambda v: isinstance(v, bool), "use true or false (unset: as the method ships)"),
+    ("performance.finite_check_every", lambda v: v == AUTO or count(v), "use auto or an integer >= 1 (steps)"),
 )
 PRECISIONS = ("auto", "64", "32", "16", "bf16", "64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
 SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_optimizers builds

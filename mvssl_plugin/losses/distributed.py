@@ -77,10 +77,7 @@ def gather_batch(tensor: torch.Tensor, dim: int = 0) -> torch.Tensor:
     return torch.cat(_AllGather.apply(tensor), dim=dim)
 
 
-def global_batch_size(local: int, device: torch.device) -> int:
-    """Number of samples over all processes."""
-    if not is_distributed():
-        return local
-    count = torch.tensor([local], device=device)
-    dist.all_reduce(count)
-    return int(count.item())
+def global_batch_size(local: int) -> int:
+    """Number of samples over all processes: every process holds ``local`` (the training loaders
+    drop the last batch, as :func:`gather_batch` requires), so no collective and no read-back."""
+    return local * dist.get_world_size() if is_distributed() else local

@@ -59,7 +59,7 @@ def standardize(z: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     Twins gets from its synchronised BatchNorm (solo-learn's functional BatchNorm uses
     each process's own batch).
     """
-    n = global_batch_size(z.shape[-2], z.device)
+    n = global_batch_size(z.shape[-2])
     mean = all_reduce_sum(z.sum(dim=-2, keepdim=True)) / n
     centered = z - mean
     var = all_reduce_sum(centered.pow(2).sum(dim=-2, keepdim=True)) / n
@@ -77,7 +77,7 @@ def off_diagonal_square_sum(matrices: torch.Tensor) -> torch.Tensor:
 def _leave_one_out_barlow(z: torch.Tensor, lamb: float, redundancy: str) -> torch.Tensor:
     """``(m, N, D) -> ()``: the leave_one_out Barlow Twins loss before ``scale_loss``."""
     s = standardize(z)
-    n = global_batch_size(s.shape[1], s.device)
+    n = global_batch_size(s.shape[1])
     targets = leave_one_out_means(s)
     if redundancy == "per_view":
         corr = all_reduce_sum(torch.einsum("mni,mnj->mij", s, targets)) / n  # (m, D, D)

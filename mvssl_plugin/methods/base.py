@@ -27,7 +27,7 @@ from solo.utils.misc import omegaconf_select
 from torch import nn
 
 from mvssl_plugin.config.beta import BetaSlot
-from mvssl_plugin.config.hardware import world_size
+from mvssl_plugin.config.hardware import finite_check_every, world_size
 from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, select
 from mvssl_plugin.config.views import count_views, restore_crop_counts, showing_crops
 from mvssl_plugin.errors import ConfigError
@@ -96,6 +96,10 @@ class MultiViewMethod(BaseMethod):
         self.view_parallel: bool = kwargs.view_parallel
         # float32 unless performance.loss_fp32=false asks for autocast's precision (methods/loss_precision.py)
         self.loss_fp32: bool = loss_fp32(cfg, default=True)
+        # steps between read-backs of the loss's finiteness: 1 on a CPU (free; stops before a
+        # non-finite loss moves the weights), else a flag kept on the device (config/hardware.py)
+        self.finite_check_every: int = finite_check_every(cfg)
+        self._finite: Optional[torch.Tensor] = None
         self.projector = build_projector(
             kwargs.projector, self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim
         )
@@ -182,6 +186,29 @@ class MultiViewMethod(BaseMethod):
         out["z"] = self.projector(out["feats"])
         return out
 
+    def check_finite(self, loss: torch.Tensor) -> None:
+        """Raises ``FloatingPointError`` once a non-finite loss is read back: at its own step where the
+        check reads every step, else at the read-back every ``finite_check_every`` steps (the run's
+        ``FiniteLoss`` callback also reads it at each epoch's end, before the checkpoint)."""
+        finite = torch.isfinite(loss)
+        where = f"at epoch {self.current_epoch}, step {self.global_step}"
+        if self.finite_check_every > 1:  # one flag on the device; no host wait until the read-back
+            self._finite = finite if self._finite is None else self._finite & finite
+            if (self.global_step + 1) % self.finite_check_every:
+                return
+            finite, self._finite = self._finite, None
+            where = (
+                f"within the {self.finite_check_every} steps up to epoch {self.current_epoch}, step {self.global_step}"
+            )
+        if not bool(finite):
+            each = self.finite_check_every == 1
+            value = f"is {loss.item()}" if each else "was not finite"
+            stopped = "training stopped before the weights were updated" if each else "training stopped"
+            raise FloatingPointError(
+                f"{self.loss_metric} {value} {where}: {stopped}, and checkpoints already written are kept. "
+                "Lower optimizer.lr, check the data normalization, or train with precision=32."
+            )
+
     def multiview_loss(self, z: Sequence[torch.Tensor]) -> torch.Tensor:
         """Self-supervised loss over the m projected views, each ``(N, proj_output_dim)``."""
         raise NotImplementedError
@@ -233,11 +260,6 @@ class MultiViewMethod(BaseMethod):
                 ssl_loss = self.multiview_loss([view.float() if view.dtype != torch.float64 else view for view in z])
         else:  # as solo-learn's own methods compute theirs: inside autocast
             ssl_loss = self.multiview_loss(z)
-        if not torch.isfinite(ssl_loss):
-            raise FloatingPointError(
-                f"{self.loss_metric} is {ssl_loss.item()} at epoch {self.current_epoch}, step {self.global_step}: "
-                "training stopped before the weights were updated, and checkpoints already written are kept. "
-                "Lower optimizer.lr, check the data normalization, or train with precision=32."
-            )
+        self.check_finite(ssl_loss.detach())
         self.log(self.loss_metric, ssl_loss, on_epoch=True, sync_dist=True)
         return ssl_loss + out["loss"]

@@ -21,6 +21,7 @@ from torch import nn
 
 from mvssl_plugin.config import count_views, select, trainer_devices
 from mvssl_plugin.config.beta import beta_of
+from mvssl_plugin.config.hardware import finite_check_every
 from mvssl_plugin.eval.effective_rank import EffectiveRank
 from mvssl_plugin.progress import is_terminal
 from mvssl_plugin.registry import beta_slot
@@ -88,10 +89,11 @@ def build_trainer(
     which it stops when its evaluation starts, and before ``metrics.csv``'s row, which holds it."""
     # the clocks come before the checkpointer, so each checkpoint holds its epoch's time
     run_log = RunLog()
-    callbacks, logger = [EpochSummary(), run_log, FiniteLoss()], None
+    # the loss's read-back first: a diverged epoch stops before its kNN, summary and checkpoint
+    callbacks, logger = [FiniteLoss(finite_check_every(cfg)), EpochSummary(), run_log], None
     if epoch_knn is not None:
         epoch_knn.clock = run_log
-        callbacks.insert(1, epoch_knn)
+        callbacks.insert(2, epoch_knn)
     if select(cfg, "enable_progress_bar", True) and not is_terminal(sys.stdout):
         callbacks.append(LogProgress())  # a log file: lines, not tqdm's carriage-return redraws
     if select(cfg, "time_to_accuracy.enabled", False):

@@ -916,14 +916,14 @@ def test_an_equal_accuracy_claim_holds_unless_below_beyond_the_spread(fewer_imag
     assert verdicts.verdict(grid, half, full, "4 x 50%", matches=True).startswith(expected)
 
 
-def test_the_readme_claims_table_is_the_one_the_committed_csvs_make():
-    """The README cannot drift from results.csv: `--report` writes the table between markers."""
+def test_the_claims_pages_table_is_the_one_the_committed_csvs_make():
+    """docs/claims.md cannot drift from results.csv: `--report` writes the table between markers."""
     from mvssl_plugin.files import read_csv
 
     grid = verdicts.Grid(read_csv(CPU.results), read_csv(CPU.curves))
     table = claims_report.claims_table(grid, read_csv(CPU.step_times), claims_grid.BASE_EPOCHS)
-    readme = (REPO / "README.md").read_text()
-    block = claims_report.README_START, claims_report.README_END, table
+    readme = (REPO / "docs" / "claims.md").read_text()
+    block = claims_report.TABLE_START, claims_report.TABLE_END, table
     assert replace_between(readme, *block) == readme, "run: python benchmarks/cpu_claims.py --report"
     with pytest.raises(SystemExit, match="no markers '<!-- cpu-claims table"):
         replace_between("# a README without the table", *block)
@@ -979,8 +979,9 @@ def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(sca
     write_csv(out / "step_times.csv", steps)  # the GPU's steps are at width 64
     repo = tmp_path / "repo"
     repo.mkdir()
-    readme = repo / "README.md"
-    readme.write_text((REPO / "README.md").read_text())
+    readme = repo / "docs" / "claims.md"
+    readme.parent.mkdir()
+    readme.write_text((REPO / "docs" / "claims.md").read_text())
     monkeypatch.setattr(cpu_claims, "REPO", repo)
     cpu_claims.main(["--scale", "gpu", "--results", str(out), "--report"])
     summary = (out / "summary.md").read_text()
@@ -989,7 +990,7 @@ def test_the_gpu_report_has_its_own_folder_title_and_leaves_the_readme_alone(sca
     # 4 views reach 60% at epoch 18 (3.6M views, 1.8x the baseline's), at 0.75x its seconds per view
     assert "- mabt m=4 d=256 rule: does not hold so far: 1.35x the baseline's time, 1.80x its views" in summary
     assert "bf16 against fp32" not in summary and "backbone's width" not in summary  # the CPU's questions
-    assert readme.read_text() == (REPO / "README.md").read_text()  # the README's table is the CPU's
+    assert readme.read_text() == (REPO / "docs" / "claims.md").read_text()  # the page's table is the CPU's
 
 
 @pytest.mark.parametrize("scale", ["gpu"], indirect=True)

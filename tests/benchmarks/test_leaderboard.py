@@ -31,7 +31,7 @@ def test_every_method_gets_the_same_six_screens_on_the_split_and_none_reads_the_
     assert {(s.method.key, s.lr) for s in first} >= {("barlow", "0.3"), ("byol", "1"), ("mabt", "2e-3")}
     ours = {m.key: m.recipe for m in plans.METHODS if m.ours}
     assert ours == {
-        "mabt": "speedrun_cpu.yaml",
+        "mabt": "speedrun_mabt_cpu.yaml",
         "mavicreg": "speedrun_mavicreg_cpu.yaml",
         "mmcr": "speedrun_mmcr_cpu.yaml",
     }
@@ -149,35 +149,50 @@ def test_a_screen_trains_as_its_plan_line_says(tag, tiny_cifar, tmp_path, one_th
     assert 0.0 <= float(row["knn_holdout_acc1"]) <= 100.0 and "knn_val_acc1" not in row
 
 
-def test_a_picks_record_trains_on_every_image_reads_the_test_set_and_fills_the_budget():
+def test_a_picks_record_is_the_recipe_that_is_its_setting_on_two_seeds():
     rows = [
-        {"tag": "byol-lars-1", "method": "byol", "holdout_knn": "47.0", "train_minutes": "7.5"},
-        {"tag": "byol-adam-2e-3", "method": "byol", "holdout_knn": "40.0", "train_minutes": "6.0"},
-        {"tag": "byol-lars-2", "method": "byol", "holdout_knn": "10.0", "train_minutes": "1.0", "diverged_in_epoch": 0},
+        {"tag": "vicreg-lars-0.3", "method": "vicreg", "holdout_knn": "47.0", "train_minutes": "7.5"},
+        {"tag": "vicreg-adam-5e-4", "method": "vicreg", "holdout_knn": "52.0", "train_minutes": "6.0"},
+        {
+            "tag": "vicreg-lars-0.6",
+            "method": "vicreg",
+            "holdout_knn": "10.0",
+            "train_minutes": "1.0",
+            "diverged_in_epoch": 0,
+        },  # fmt: skip
         {"tag": "mabt-adam-4e-3", "method": "mabt", "holdout_knn": "52.0", "train_minutes": "4.2"},
     ]
     lines = dict(line.split("|") for line in plans.record_lines(rows))
-    assert sorted(lines) == ["record-byol-lars-1-s1", "record-byol-lars-1-s2", "record-mabt-adam-4e-3-s1",
-                             "record-mabt-adam-4e-3-s2"]  # fmt: skip
-    byol = lines["record-byol-lars-1-s2"].split()
-    # a schedule: fitted to 30 minutes at byol's fastest finished screen's pace (2 min an epoch of 45,000
-    # images: 2.22 of 50,000), not the diverged one's
-    assert "max_epochs=14" in byol and "seed=2" in byol and "optimizer.lr=1" in byol
-    assert not any(a.startswith(("data.holdout", "data.val_path", "epoch_knn.stop")) for a in byol)
-    mabt = lines["record-mabt-adam-4e-3-s1"].split()  # a constant lr: 30 training minutes end it
-    assert "epoch_knn.stop_after_minutes=30" in mabt and "max_epochs=40" in mabt
-    assert {"wandb.offline=true", "wandb.project=mvssl-leaderboard", "+wandb.tags=[leaderboard]"} <= set(byol)
-    # 60 minutes: the constant lr trains on (1.56 min an epoch: 39 epochs, doubled); the schedule keeps
-    # its 30 minutes' epochs, as a longer schedule would not pass through its record
+    assert sorted(lines) == ["record-mabt-adam-4e-3-s1", "record-mabt-adam-4e-3-s2", "record-vicreg-adam-5e-4-s1",
+                             "record-vicreg-adam-5e-4-s2"]  # fmt: skip
+    vicreg = lines["record-vicreg-adam-5e-4-s2"].split()
+    # the recipe holds the lr, the data and the budget: the line adds only the seed and wandb
+    assert vicreg[:2] == ["--config-name", "solo_vicreg_adam_cifar_cpu.yaml"] and "seed=2" in vicreg
+    assert not any(a.startswith(("optimizer", "max_epochs", "data.", "epoch_knn")) for a in vicreg)
+    assert {"wandb.offline=true", "wandb.project=mvssl-leaderboard", "+wandb.tags=[leaderboard]"} <= set(vicreg)
+    # 60 minutes: the constant lr trains on (1.56 min an epoch: 39 epochs, doubled), read at 30
     longer = dict(line.split("|") for line in plans.record_lines(rows, minutes=60))
     assert {"epoch_knn.stop_after_minutes=60", "max_epochs=78"} <= set(longer["record-mabt-adam-4e-3-s2"].split())
-    assert longer["record-byol-lars-1-s1"] == lines["record-byol-lars-1-s1"]
+    # a peer's loss in float32 as ours compute theirs: the peers' lines only, tagged
+    fp32 = dict(line.split("|") for line in plans.record_lines(rows, fp32=True))
+    assert sorted(fp32) == ["record-vicreg-adam-5e-4-fp32-s1", "record-vicreg-adam-5e-4-fp32-s2"]
+    assert (
+        fp32["record-vicreg-adam-5e-4-fp32-s1"] == lines["record-vicreg-adam-5e-4-s1"] + " +performance.loss_fp32=true"
+    )
+    assert plans.record_of("record-vicreg-adam-5e-4-fp32-s1").tag == "vicreg-adam-5e-4"
 
 
-def _record(root, tag, method, curve, minutes_per_epoch, stop=None):
+def test_a_pick_no_recipe_holds_stops_the_plan_naming_the_fix():
+    rows = [{"tag": "byol-lars-1", "method": "byol", "holdout_knn": "47.0", "train_minutes": "7.5"}]
+    with pytest.raises(SystemExit, match="no recipe is the setting byol-lars-1: write scripts/pretrain/cifar10/"):
+        plans.record_lines(rows)
+
+
+def _record(root, tag, method, curve, minutes_per_epoch, stop=None, loss_fp32=None):
     folder = root / tag / method / "offline-r"
     folder.mkdir(parents=True)
     args = {"name": tag, "method": method, "seed": int(tag[-1]), "precision": "bf16-mixed"}
+    args["performance"] = {} if loss_fp32 is None else {"loss_fp32": loss_fp32}
     write_json(folder / "args.json", {**args, "epoch_knn": {"stop_after_minutes": stop}})
     launch = {"finished": True, "plugin_commit": "abc", "command": f"python main_pretrain.py name={tag}"}
     write_json(folder / RUN_LOG, {"launches": [launch]})
@@ -207,11 +222,12 @@ def test_the_records_table_sets_each_of_ours_against_the_best_peers_accuracy_at_
     readme.write_text(f"# top\n{leaderboard.VERSUS_START}\nstale\n{leaderboard.VERSUS_END}\nkept\n")
     table = leaderboard.report_records(out=tmp_path / "out", pages=[page], headline_pages=[readme])
     assert "stale table" not in page.read_text() and table.rstrip() in page.read_text()
-    # the README gets the comparison in short, a row per setting of ours with its seeds side by side,
+    # the README gets the comparison in short, a row per recipe with its seeds side by side,
     # not the table, and keeps its other lines
     assert readme.read_text().startswith("# top\n") and readme.read_text().endswith("\nkept\n")
     assert "stale" not in readme.read_text() and "| mabt |" not in readme.read_text()
-    short = f"| {here} | mabt-adam-4e-3 | simclr-lars-0.2: 55.00%, 30.0 | 20.0 / never | 1.50x / - | 4 / - (3) |"
+    short = (f"| `speedrun_mabt_cpu.yaml` | {here} | fp32 | 25.0 / - | - / - | - / - | 61.00 / 50.00 "
+             "| 1.50x / never sooner than simclr-lars-0.2 (bf16 loss, 55.00%) |")  # fmt: skip
     assert short in readme.read_text().splitlines()
     assert "simclr-lars-0.2, 55.00% test kNN after 30.0 training minutes and 3 epochs (mean of 2 record(s))" in table
     # 1.5x less time in more epochs (4 of 5 minutes against 3 of 10): the method's epochs are cheaper
@@ -220,7 +236,7 @@ def test_the_records_table_sets_each_of_ours_against_the_best_peers_accuracy_at_
         "from its epoch 4, against the peer's 3" in table
     )
     assert "- record-mabt-adam-4e-3-s2: does not stay at or above 55.00% within its 30.0 minutes" in table
-    assert "| mabt | mabt-adam-4e-3 | 1 | 6 | 30.0 | 61.00 | 5.0 | 20.0 | 25.0 |" in table
+    assert "| mabt | mabt-adam-4e-3 | fp32 | 1 | 6 | 30.0 | 61.00 | 5.0 | 20.0 | 25.0 |" in table
     rows = read_csv(tmp_path / "out" / "records.csv")
     assert {r["setting"] for r in rows} == {"simclr-lars-0.2", "byol-adam-2e-3", "mabt-adam-4e-3"}
     assert (tmp_path / "out" / f"records_{here}.png").stat().st_size > 0
@@ -252,12 +268,40 @@ def test_records_are_compared_only_with_peers_recorded_on_the_same_cpu_kind(tmp_
     assert "- record-mabt-adam-4e-3-s1: stays at or above 54.00% from 20.0 training minutes: 1.50x" in table
     assert "On Slow CPU (family 1 model 2), 2 cores, avx2, against the best of solo-learn's methods recorded on it: " \
            "simclr-lars-0.2, 60.00%" in table  # fmt: skip
-    assert "| slow-cpu-1-2 | mabt-adam-4e-3 | simclr-lars-0.2: 60.00%, 30.0 | never | - | - (3) |" in readme.read_text()
-    assert f"| {here} | mabt-adam-4e-3 | simclr-lars-0.2: 54.00%, 30.0 | 20.0 | 1.50x | 2 (3) |" in readme.read_text()
+    assert (
+        "| `speedrun_mabt_cpu.yaml` | slow-cpu-1-2 | fp32 | - | - | - | 59.00 "
+        "| never sooner than simclr-lars-0.2 (bf16 loss, 60.00%) |" in readme.read_text()
+    )
+    assert (
+        f"| `speedrun_mabt_cpu.yaml` | {here} | fp32 | - | - | - | 57.00 "
+        "| 1.50x sooner than simclr-lars-0.2 (bf16 loss, 54.00%) |" in readme.read_text()
+    )
     assert "- record-mabt-adam-4e-3-s1: does not stay at or above 60.00% within its 30.0 minutes" in table
     rows = read_csv(out / "records.csv")
     assert sorted(r["machine"] for r in rows) == sorted([here, here, "slow-cpu-1-2", "slow-cpu-1-2"])
     assert {p.name for p in out.glob("records_*.png")} == {f"records_{here}.png", "records_slow-cpu-1-2.png"}
+
+
+def test_ours_are_set_against_the_peer_recorded_at_ours_loss_precision_where_there_is_one(tmp_path):
+    """A peer's loss inside bf16 autocast and in float32 are two settings; where the kind has the
+    float32 one, ours (float32) meet it, even where the bf16 one ended higher."""
+    runs = tmp_path / "runs"
+    _record(runs, "record-vicreg-adam-1e-3-s1", "vicreg", [40.0, 50.0, 58.0], 10.0)
+    _record(runs, "record-vicreg-adam-1e-3-fp32-s1", "vicreg", [40.0, 50.0, 56.0], 10.0, loss_fp32=True)
+    _record(runs, "record-mabt-adam-4e-3-s1", "mabt", [50.0, 56.0, 57.0, 59.0], 7.5)
+    out = tmp_path / "out"
+    leaderboard.collect(runs, out=out)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
+    table = leaderboard.report_records(out=out, pages=[], headline_pages=[readme])
+    here = leaderboard.machine_key(leaderboard.machine())
+    assert (
+        f"| `speedrun_mabt_cpu.yaml` | {here} | fp32 | - | - | - | 59.00 "
+        "| 2.00x sooner than vicreg-adam-1e-3-fp32 (fp32 loss, 56.00%) |" in readme.read_text()
+    )
+    assert "| vicreg | vicreg-adam-1e-3 | bf16 | 1 | 3 |" in table
+    assert "| vicreg | vicreg-adam-1e-3-fp32 | fp32 | 1 | 3 |" in table
+    assert {r["run"]: r["loss"] for r in read_csv(out / "records.csv")}["record-vicreg-adam-1e-3-s1"] == "bf16"
 
 
 def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tmp_path):
@@ -271,7 +315,7 @@ def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tm
     readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
     table = leaderboard.report_records(out=tmp_path / "out", pages=[], headline_pages=[readme])
     # its row is the run as a 30-minute stop would have ended it: 6 epochs, 63.00
-    assert "| mavicreg | mavicreg-adam-4e-3 | 2 | 6 | 30.0 | 63.00 | 5.0 | 10.0 | 20.0 |" in table
+    assert "| mavicreg | mavicreg-adam-4e-3 | fp32 | 2 | 6 | 30.0 | 63.00 | 5.0 | 10.0 | 20.0 |" in table
     assert "- record-mavicreg-adam-4e-3-s2: stays at or above 60.00% from 20.0 training minutes: 1.50x" in table
     (beyond,) = read_csv(tmp_path / "out" / "beyond.csv")
     assert (beyond["epochs"], beyond["final_knn"], beyond["min_to_70"]) == ("12", "71.0", "55.0")
@@ -284,17 +328,15 @@ def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tm
     assert rows["record-vicreg-adam-1e-3-s1"]["epochs"] == "3"  # a run stopped at 30 is read whole
 
 
-def test_a_record_with_the_lrs_tail_is_its_constant_record_line_plus_the_tail_and_is_collected_as_a_record(tmp_path):
+def test_a_record_with_the_lrs_tail_is_the_recipe_holding_it_and_is_collected_as_a_record(tmp_path):
     rows = [
         {"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"},
-        {"tag": "byol-lars-1", "method": "byol", "holdout_knn": "47.0", "train_minutes": "7.5"},
+        {"tag": "vicreg-adam-5e-4", "method": "vicreg", "holdout_knn": "47.0", "train_minutes": "7.5"},
     ]
-    const = dict(line.split("|") for line in plans.record_lines(rows, minutes=60))
     tailed = dict(line.split("|") for line in plans.record_lines(rows, minutes=60, tail=20))
-    # a schedule has no constant lr to decay: only the Adam pick gets tailed records
+    # the tail only where the split kept it (mmcr's): its own recipe
     assert sorted(tailed) == ["record-mmcr-adam-8e-3-tail20-s1", "record-mmcr-adam-8e-3-tail20-s2"]
-    tail = " ++scheduler.tail_minutes=20"
-    assert tailed["record-mmcr-adam-8e-3-tail20-s2"] == const["record-mmcr-adam-8e-3-s2"] + tail
+    assert tailed["record-mmcr-adam-8e-3-tail20-s2"].split()[:2] == ["--config-name", "speedrun_mmcr_60min_cpu.yaml"]
     # a tail that starts before minute 30 would spoil the records' comparison there
     with pytest.raises(SystemExit, match="give --minutes at least 50 or a shorter --tail"):
         plans.record_lines(rows, minutes=40, tail=20)
@@ -324,7 +366,8 @@ def test_a_lever_at_a_records_length_is_the_picks_record_line_on_the_split_with_
         {"tag": "byol-lars-1", "method": "byol", "holdout_knn": "47.0", "train_minutes": "7.5"},
     ]
     const, tail = plans.split_lines(rows, "mmcr", minutes=60, tail=20, seed=2)
-    (record,) = [x for x in plans.record_lines(rows, minutes=60) if x.startswith("record-mmcr-adam-8e-3-s2|")]
+    mmcr = [r for r in rows if r["method"] == "mmcr"]
+    (record,) = [x for x in plans.record_lines(mmcr, minutes=60) if x.startswith("record-mmcr-adam-8e-3-s2|")]
     assert const.split("|")[0] == "split60-mmcr-adam-8e-3-const-s2"
     assert tail.split("|")[0] == "split60-mmcr-adam-8e-3-tail20-s2"
     # the record's arguments, the split held out (the test set still read), the tail the one difference
@@ -380,7 +423,7 @@ def test_a_warm_up_to_a_higher_peak_is_the_picks_tailed_split_line_at_that_lr_wi
     words, base = warm.split("|")[1].split(), tail.split("|")[1].split()
     # the lr and the warm-up are the two differences from the run it is read against
     assert set(words) - set(base) == {"optimizer.lr=1.6e-2", "++scheduler.warmup_minutes=3"}
-    assert set(base) - set(words) == {"optimizer.lr=8e-3"}
+    assert set(base) <= set(words)  # the recipe holds 8e-3; the peak overrides it
     screen, lever, seed = plans.split_of("split60-mmcr-adam-1.6e-2-warm3-tail20-s2")
     assert (screen.tag, lever, seed) == ("mmcr-adam-1.6e-2", "warm3-tail20", "2")
     assert [plans.lever_base(x) for x in ("warm3-tail20", "tail20")] == ["tail20", "const"]

@@ -218,7 +218,7 @@ def test_the_start_block_names_the_optimizer_path_and_args_keep_it(tiny_cifar, t
     assert read_json(run_dir / ARGS)["optimizer"]["kwargs"]["fused"] is True
 
 
-@pytest.mark.parametrize("recipe", ["speedrun_cpu.yaml", "speedrun_mmcr_cpu.yaml"])
+@pytest.mark.parametrize("recipe", ["speedrun_mabt_cpu.yaml", "speedrun_mmcr_cpu.yaml"])
 def test_the_path_a_cpu_recipe_picks_gives_the_plain_fp32_paths_loss_and_gradients(recipe, tiny_cifar, tmp_path):
     """The recipe's model as ``main_pretrain.py`` builds it, on the path this CPU picks (bf16
     autocast where native, channels-last unless the backbone is too narrow), against a copy of it

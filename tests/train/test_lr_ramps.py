@@ -28,7 +28,10 @@ pytestmark = pytest.mark.usefixtures("one_thread")
         ({"++scheduler.tail_epochs": 3, "max_epochs": 2}, "tail_epochs=3: must be an integer in [0, max_epochs=2]"),
         ({"++scheduler.tail_epochs": -1}, "must be an integer in [0, max_epochs"),
         ({"++scheduler.tail_epochs": 1, "scheduler.name": "warmup_cosine"}, "set scheduler.name=none"),
-        ({"++scheduler.tail_minutes": 20}, "this run has none: set epoch_knn.enabled=true and epoch_knn.stop_after"),
+        (  # the recipe's 30-minute budget taken away
+            {"++scheduler.tail_minutes": 20, "epoch_knn.stop_after_minutes": "null"},
+            "this run has none: set epoch_knn.enabled=true and epoch_knn.stop_after",
+        ),
         ({"++scheduler.tail_minutes": 20, "epoch_knn.enabled": False, "epoch_knn.stop_after_minutes": 60}, "has none"),
         ({"++scheduler.tail_minutes": 20, "epoch_knn.stop_after_minutes": 10}, "longer than the budget"),
         ({"++scheduler.tail_minutes": -1, "epoch_knn.stop_after_minutes": 10}, "give training minutes >= 0"),
@@ -50,7 +53,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
     ],
 )
 def test_a_ramp_the_run_cannot_take_is_refused_naming_the_fix(overrides, fragment):
-    cfg = checked_config("speedrun_cpu.yaml", "cpu", **overrides)
+    cfg = checked_config("speedrun_mabt_cpu.yaml", "cpu", **overrides)
     with pytest.raises(ConfigError) as error:
         check_training_keys(cfg, ("adam", "lars", "sgd", "adamw"))
     assert fragment in str(error.value)
@@ -117,7 +120,7 @@ def test_a_run_goes_on_from_a_constant_runs_checkpoint_into_its_tail(tiny_cifar,
     epoch 3 at the last step's 1 / tail_steps of the constant lr."""
     tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
     tiny.append("data.val_fraction=-1")
-    first = run_entry("main_pretrain.py", ["--config-name", "speedrun_cpu.yaml", *tiny, "name=constant"], tmp_path)
+    first = run_entry("main_pretrain.py", ["--config-name", "speedrun_mabt_cpu.yaml", *tiny, "name=constant"], tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     (constant,) = tmp_path.rglob("*ep=0.ckpt")
     per_epoch, lrs, bases, schedulers = _lrs(constant)
@@ -132,7 +135,7 @@ def test_a_run_goes_on_from_a_constant_runs_checkpoint_into_its_tail(tiny_cifar,
         "auto_resume.accept_changes=true",
         "name=constant",
     ]
-    result = run_entry("main_pretrain.py", ["--config-name", "speedrun_cpu.yaml", *go_on], tmp_path)
+    result = run_entry("main_pretrain.py", ["--config-name", "speedrun_mabt_cpu.yaml", *go_on], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     total, tail = 3 * per_epoch, 2 * per_epoch
     for epoch in (1, 2):
@@ -154,7 +157,7 @@ def test_a_run_goes_on_from_a_constant_runs_checkpoint_into_its_tail(tiny_cifar,
 
 
 def _ramped_run(tiny_cifar, tmp_path, ramp: list) -> tuple:
-    """speedrun_cpu.yaml for 2 epochs with the ``ramp`` overrides: each epoch's training seconds at
+    """speedrun_mabt_cpu.yaml for 2 epochs with the ``ramp`` overrides: each epoch's training seconds at
     its end (epoch_knn.csv), the lr factor its checkpoint holds (every group by the same one, no
     torch scheduler), and the card of the encoder exported from the last checkpoint."""
     tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
@@ -166,7 +169,7 @@ def _ramped_run(tiny_cifar, tmp_path, ramp: list) -> tuple:
         "++checkpoint.keep_prev=true",
         "name=ramped",
     ]
-    result = run_entry("main_pretrain.py", ["--config-name", "speedrun_cpu.yaml", *args], tmp_path)
+    result = run_entry("main_pretrain.py", ["--config-name", "speedrun_mabt_cpu.yaml", *args], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     (knn,) = tmp_path.rglob(EPOCH_KNN)
     seconds = [float(r["train_seconds"]) for r in read_csv(knn)]
@@ -212,5 +215,5 @@ def test_a_warm_up_raises_the_lr_with_the_training_clock(tiny_cifar, tmp_path):
 @pytest.mark.slow
 def test_a_bad_tail_stops_main_pretrain_in_one_line(tiny_cifar, tmp_path):
     tiny = [o.lstrip("+") for o in tiny_overrides(tiny_cifar, tmp_path) if "proj_output_dim" not in o]
-    args = ["--config-name", "speedrun_cpu.yaml", *tiny, "++scheduler.tail_epochs=2"]
+    args = ["--config-name", "speedrun_mabt_cpu.yaml", *tiny, "++scheduler.tail_epochs=2"]
     assert_one_line(run_entry("main_pretrain.py", args, tmp_path), 2, "scheduler.tail_epochs=2: must be an integer")
