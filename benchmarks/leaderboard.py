@@ -61,6 +61,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from doc_blocks import replace_between, write_table
 from leaderboard_plan import (
+    FP32,
     METHODS,
     RECORD_MINUTES,
     RECORD_RECIPES,
@@ -243,12 +244,13 @@ def headline_rows(
     """The README's table: one row per recipe (``RECORD_RECIPES``) with records on this kind, its seeds
     side by side ("-": not within its budget; a recipe with a tail read over its whole budget, the
     others over ``RECORD_MINUTES``), and for ours how much sooner each seed stays at or above the best
-    peer's kNN ("never": it does not)."""
+    peer's kNN ("never": it does not). A peer recorded with its loss in float32 is its recipe with
+    ``+performance.loss_fp32=true``, a row of its own."""
     whole = {str(r["run"]): r for r in beyond}
     sooner = {str(v["run"]): v for v in versus}
     by_setting: Dict[str, List[Dict[str, object]]] = {}
     for r in rows:
-        if str(r["setting"]) in RECORD_RECIPES:
+        if str(r["setting"]).removesuffix(f"-{FP32}") in RECORD_RECIPES:
             long = "-tail" in str(r["setting"])
             by_setting.setdefault(str(r["setting"]), []).append(whole.get(str(r["run"]), r) if long else r)
 
@@ -268,7 +270,9 @@ def headline_rows(
             cells.append(f"{less} sooner than {peer['setting']} ({peer['loss']} loss, {float(peer['knn']):.2f}%)")
         else:
             cells.append("-")
-        out.append(f"| `{RECORD_RECIPES[setting]}` | {kind} | {runs[0]['loss']} | " + " | ".join(cells) + " |")
+        base = setting.removesuffix(f"-{FP32}")
+        recipe = f"`{RECORD_RECIPES[base]}`" + (" `+performance.loss_fp32=true`" if base != setting else "")
+        out.append(f"| {recipe} | {kind} | {runs[0]['loss']} | " + " | ".join(cells) + " |")
     return out
 
 

@@ -286,22 +286,28 @@ def test_ours_are_set_against_the_peer_recorded_at_ours_loss_precision_where_the
     """A peer's loss inside bf16 autocast and in float32 are two settings; where the kind has the
     float32 one, ours (float32) meet it, even where the bf16 one ended higher."""
     runs = tmp_path / "runs"
-    _record(runs, "record-vicreg-adam-1e-3-s1", "vicreg", [40.0, 50.0, 58.0], 10.0)
-    _record(runs, "record-vicreg-adam-1e-3-fp32-s1", "vicreg", [40.0, 50.0, 56.0], 10.0, loss_fp32=True)
+    _record(runs, "record-vicreg-adam-5e-4-s1", "vicreg", [40.0, 50.0, 58.0], 10.0)
+    _record(runs, "record-vicreg-adam-5e-4-fp32-s1", "vicreg", [40.0, 50.0, 56.0], 10.0, loss_fp32=True)
     _record(runs, "record-mabt-adam-4e-3-s1", "mabt", [50.0, 56.0, 57.0, 59.0], 7.5)
     out = tmp_path / "out"
+    (out / "screens" / "vicreg-adam-5e-4").mkdir(parents=True)  # the pick was screened (round C)
     leaderboard.collect(runs, out=out)
     readme = tmp_path / "README.md"
     readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
     table = leaderboard.report_records(out=out, pages=[], headline_pages=[readme])
     here = leaderboard.machine_key(leaderboard.machine())
+    rows = readme.read_text().splitlines()
     assert (
         f"| `speedrun_mabt_cpu.yaml` | {here} | fp32 | - | - | - | 59.00 "
-        "| 2.00x sooner than vicreg-adam-1e-3-fp32 (fp32 loss, 56.00%) |" in readme.read_text()
+        "| 2.00x sooner than vicreg-adam-5e-4-fp32 (fp32 loss, 56.00%) |" in rows
     )
-    assert "| vicreg | vicreg-adam-1e-3 | bf16 | 1 | 3 |" in table
-    assert "| vicreg | vicreg-adam-1e-3-fp32 | fp32 | 1 | 3 |" in table
-    assert {r["run"]: r["loss"] for r in read_csv(out / "records.csv")}["record-vicreg-adam-1e-3-s1"] == "bf16"
+    # each precision a row of its own: the bf16 one no longer the peer ours are set against
+    fp32 = "`solo_vicreg_adam_cifar_cpu.yaml` `+performance.loss_fp32=true`"
+    assert f"| {fp32} | {here} | fp32 | - | - | - | 56.00 | (the best peer) |" in rows
+    assert f"| `solo_vicreg_adam_cifar_cpu.yaml` | {here} | bf16 | - | - | - | 58.00 | - |" in rows
+    assert "| vicreg | vicreg-adam-5e-4 | bf16 | 1 | 3 |" in table
+    assert "| vicreg | vicreg-adam-5e-4-fp32 | fp32 | 1 | 3 |" in table
+    assert {r["run"]: r["loss"] for r in read_csv(out / "records.csv")}["record-vicreg-adam-5e-4-s1"] == "bf16"
 
 
 def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tmp_path):
