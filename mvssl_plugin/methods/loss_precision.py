@@ -70,13 +70,14 @@ def compute_loss_in_float32(method: torch.nn.Module) -> List[str]:
         )
     module = sys.modules[type(method).__module__]
     step = method.training_step
+    shipped = {n: getattr(module, n) for n in names}
+    wrapped = {n: in_float32(f) for n, f in shipped.items()}  # once, not at every step
 
     @functools.wraps(step)
     def training_step(*args: Any, **kwargs: Any) -> Any:
-        shipped = {n: getattr(module, n) for n in names}
         try:
-            for n, f in shipped.items():
-                setattr(module, n, in_float32(f))
+            for n, f in wrapped.items():
+                setattr(module, n, f)
             return step(*args, **kwargs)
         finally:
             for n, f in shipped.items():
