@@ -32,6 +32,7 @@ from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, selec
 from mvssl_plugin.config.views import count_views, restore_crop_counts, showing_crops
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
+from mvssl_plugin.methods.finite_loss import FiniteLoss
 from mvssl_plugin.methods.loss_precision import loss_fp32
 
 #: ``solo``: solo-learn's Barlow Twins / VICReg projector (3 linear layers), so the
@@ -97,9 +98,8 @@ class MultiViewMethod(BaseMethod):
         # float32 unless performance.loss_fp32=false asks for autocast's precision (methods/loss_precision.py)
         self.loss_fp32: bool = loss_fp32(cfg, default=True)
         # steps between read-backs of the loss's finiteness: 1 on a CPU (free; stops before a
-        # non-finite loss moves the weights), else a flag kept on the device (config/hardware.py)
+        # non-finite loss moves the weights), else the FiniteLoss callback's flag on the device
         self.finite_check_every: int = finite_check_every(cfg)
-        self._finite: Optional[torch.Tensor] = None
         self.projector = build_projector(
             kwargs.projector, self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim
         )
@@ -186,26 +186,22 @@ class MultiViewMethod(BaseMethod):
         out["z"] = self.projector(out["feats"])
         return out
 
+    def configure_callbacks(self) -> List[FiniteLoss]:
+        """The run's ``FiniteLoss``, where the entry point did not put one first (solo-learn's own
+        scripts): with ``finite_check_every > 1`` it is the only reader of the loss's finiteness."""
+        if any(isinstance(callback, FiniteLoss) for callback in self.trainer.callbacks):
+            return []
+        return [FiniteLoss(self.finite_check_every)]
+
     def check_finite(self, loss: torch.Tensor) -> None:
-        """Raises ``FloatingPointError`` once a non-finite loss is read back: at its own step where the
-        check reads every step, else at the read-back every ``finite_check_every`` steps (the run's
-        ``FiniteLoss`` callback also reads it at each epoch's end, before the checkpoint)."""
-        finite = torch.isfinite(loss)
-        where = f"at epoch {self.current_epoch}, step {self.global_step}"
-        if self.finite_check_every > 1:  # one flag on the device; no host wait until the read-back
-            self._finite = finite if self._finite is None else self._finite & finite
-            if (self.global_step + 1) % self.finite_check_every:
-                return
-            finite, self._finite = self._finite, None
-            where = (
-                f"within the {self.finite_check_every} steps up to epoch {self.current_epoch}, step {self.global_step}"
-            )
-        if not bool(finite):
-            each = self.finite_check_every == 1
-            value = f"is {loss.item()}" if each else "was not finite"
-            stopped = "training stopped before the weights were updated" if each else "training stopped"
+        """Raises ``FloatingPointError`` at a non-finite loss before it moves the weights, where the
+        check reads back every step (a CPU, where the read is free). Otherwise nothing here: the
+        ``FiniteLoss`` callback keeps the flag on the device and reads it every
+        ``finite_check_every`` steps and at each epoch's end, one read-back for the whole step."""
+        if self.finite_check_every == 1 and not bool(torch.isfinite(loss)):
             raise FloatingPointError(
-                f"{self.loss_metric} {value} {where}: {stopped}, and checkpoints already written are kept. "
+                f"{self.loss_metric} is {loss.item()} at epoch {self.current_epoch}, step {self.global_step}: "
+                "training stopped before the weights were updated, and checkpoints already written are kept. "
                 "Lower optimizer.lr, check the data normalization, or train with precision=32."
             )
 

@@ -23,12 +23,12 @@ from mvssl_plugin.config import count_views, select, trainer_devices
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.hardware import finite_check_every
 from mvssl_plugin.eval.effective_rank import EffectiveRank
+from mvssl_plugin.methods.finite_loss import FiniteLoss
 from mvssl_plugin.progress import is_terminal
 from mvssl_plugin.registry import beta_slot
 from mvssl_plugin.train.checkpoints import AtomicCheckpointer
 from mvssl_plugin.train.epoch_knn import EpochKNN
 from mvssl_plugin.train.epoch_line import EpochSummary
-from mvssl_plugin.train.finite_loss import FiniteLoss
 from mvssl_plugin.train.lr_ramps import LrRamps
 from mvssl_plugin.train.progress_lines import LogProgress
 from mvssl_plugin.train.resume import resume_checkpoint

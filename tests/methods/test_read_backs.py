@@ -8,14 +8,15 @@ from typing import List
 
 import pytest
 import torch
+from lightning.pytorch import Trainer
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import mvssl_plugin.losses.distributed as distributed
 from mvssl_plugin.cli.config_name import compose_recipe
+from mvssl_plugin.methods.finite_loss import FiniteLoss
 from mvssl_plugin.methods.mavicreg import MultiAugVICReg
 from mvssl_plugin.synthetic import tiny_overrides
-from mvssl_plugin.train.finite_loss import FiniteLoss
-from mvssl_plugin.train.pretrain import pretrain
+from mvssl_plugin.train.pretrain import build_pretrain_model, pretrain
 
 #: the ATen calls that copy a value from the device to the host
 READ_BACKS = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.is_nonzero.default}
@@ -45,17 +46,24 @@ def test_the_stand_in_sees_a_read_back_and_nothing_else():
 
 
 def _steps_counted(tiny_cifar, tmp_path, monkeypatch, every: int) -> List[int]:
-    """A tiny mavicreg run through ``pretrain``; the read-backs inside each training step."""
+    """A tiny mavicreg run through ``pretrain``; the read-backs of each whole step: the training
+    step and the callbacks' batch end, where ``FiniteLoss`` reads."""
     counts: List[int] = []
-    step = MultiAugVICReg.training_step
+    step, batch_end = MultiAugVICReg.training_step, FiniteLoss.on_train_batch_end
 
-    def counted(self, *args, **kwargs):
+    def counted_step(self, *args, **kwargs):
         with ReadBacks() as seen:
             out = step(self, *args, **kwargs)
         counts.append(seen.count)
         return out
 
-    monkeypatch.setattr(MultiAugVICReg, "training_step", counted)
+    def counted_batch_end(self, *args, **kwargs):
+        with ReadBacks() as seen:
+            batch_end(self, *args, **kwargs)
+        counts[-1] += seen.count
+
+    monkeypatch.setattr(MultiAugVICReg, "training_step", counted_step)
+    monkeypatch.setattr(FiniteLoss, "on_train_batch_end", counted_batch_end)
     extra = {"+performance.finite_check_every": every, "max_epochs": 2, "optimizer.batch_size": 4}
     pretrain(compose_recipe("mavicreg_cifar.yaml", "pretrain", tiny_overrides(tiny_cifar, tmp_path, **extra)))
     return counts
@@ -65,12 +73,24 @@ def test_every_n_steps_the_step_reads_back_once_and_not_between(tiny_cifar, tmp_
     counts = _steps_counted(tiny_cifar, tmp_path, monkeypatch, every=4)
     assert len(counts) >= 8
     assert [i for i, c in enumerate(counts) if c] == [i for i in range(len(counts)) if (i + 1) % 4 == 0]
-    assert set(counts) == {0, 1}
+    assert set(counts) == {0, 1}  # one reader: the callback, not the method beside it
 
 
 def test_on_a_cpu_auto_reads_back_every_step_to_stop_before_the_update(tiny_cifar, tmp_path, monkeypatch, one_thread):
     counts = _steps_counted(tiny_cifar, tmp_path, monkeypatch, every="auto")
-    assert counts and set(counts) == {1}
+    # the method's read before backward and the callback's after it: a CPU's reads cost no wait
+    assert counts and set(counts) == {2}
+
+
+def test_a_method_brings_its_finite_check_where_the_script_has_none(tiny_cifar, tmp_path):
+    """solo-learn's own main_pretrain.py builds its Trainer without the plugin's callbacks."""
+    overrides = tiny_overrides(tiny_cifar, tmp_path, **{"+performance.finite_check_every": 50})
+    _, model = build_pretrain_model(compose_recipe("mavicreg_cifar.yaml", "pretrain", overrides), notify=lambda _: None)
+    model.trainer = Trainer(callbacks=[], logger=False, enable_progress_bar=False, enable_checkpointing=False)
+    (guard,) = model.configure_callbacks()
+    assert isinstance(guard, FiniteLoss) and guard.every == 50
+    model.trainer = Trainer(callbacks=[FiniteLoss(50)], logger=False, enable_progress_bar=False)
+    assert model.configure_callbacks() == []
 
 
 class _Trainer:

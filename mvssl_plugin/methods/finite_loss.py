@@ -1,12 +1,14 @@
-"""Stops a run whose training loss is not finite, for every method the entry point runs.
+"""Stops a run whose training loss is not finite: every method the entry point runs, and the
+plugin's methods under solo-learn's own scripts (``MultiViewMethod.configure_callbacks``).
 
-The plugin's methods check their loss before the optimizer step when the check reads back every
-step (``methods/base.py``); solo-learn's own (``barlow_twins``, ``vicreg``, ...) do not, and a
-diverged run would otherwise train on for every remaining epoch on NaN weights and checkpoint them.
-This callback keeps "every loss so far was finite" as a flag on the loss's device and reads it back
-every ``every`` steps (``performance.finite_check_every``: every step on a CPU, where the read-back
-is free; every 100 on a GPU, where it would make the host wait) and at each epoch's end, before the
-epoch's checkpoint, ending the run with the same one line and exit status 3."""
+On a CPU the plugin's methods also read their loss before the optimizer step (``methods/base.py``);
+solo-learn's own (``barlow_twins``, ``vicreg``, ...) do not, and a diverged run would otherwise
+train on for every remaining epoch on NaN weights and checkpoint them. This callback keeps "every
+loss so far was finite" as a flag on the loss's device and reads it back every ``every`` steps
+(``performance.finite_check_every``: every step on a CPU, where the read-back is free; every 100 on
+a GPU, where it would make the host wait) and at each epoch's end, before the epoch's checkpoint,
+ending the run with the same one line and exit status 3. With ``every > 1`` it is the step's only
+read-back of the loss."""
 
 from __future__ import annotations
 

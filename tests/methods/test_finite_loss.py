@@ -1,12 +1,12 @@
 """A run whose loss turns NaN or infinite stops with one line and exit 3, whatever its method:
-solo-learn's own methods too, through main_pretrain.py (train/finite_loss.py)."""
+solo-learn's own methods too, through main_pretrain.py (methods/finite_loss.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from mvssl_plugin.train.finite_loss import FiniteLoss
+from mvssl_plugin.methods.finite_loss import FiniteLoss
 
 
 class _Trainer:
