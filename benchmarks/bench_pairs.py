@@ -27,8 +27,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from claims.clocks import commit
-from step_clock import quiet, run_setting
+from step_clock import commit, quiet, run_setting
 
 #: name: (recipe, A's overrides, B's overrides, whether B takes a fixed batch, max A / B, what it checks)
 PAIRS: Dict[str, tuple] = {

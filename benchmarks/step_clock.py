@@ -5,8 +5,7 @@
 them) and times training steps after a warm-up, from one batch's start to the next: a step
 holds the views' augmentation, forward, loss, backward and the optimizer. Its callers compare
 settings side by side on one machine: ``bench_cpu_step.py`` (precision x memory format on a
-CPU), ``cpu_claims.py --step-times`` (every distinct step of the claims grid) and
-``bench_pairs.py`` (the GPU pairs).
+CPU) and ``bench_pairs.py`` (the GPU pairs).
 """
 
 from __future__ import annotations
@@ -14,12 +13,22 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
+
+
+def commit() -> str:
+    """The checkout's short commit, for a row's provenance; ``unknown`` outside a git checkout."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    except OSError:
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
 def cifar_root(splits: tuple[str, ...] = ("train", "test")) -> Path:

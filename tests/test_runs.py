@@ -90,8 +90,8 @@ def test_accept_changes_continues_that_run_with_the_new_settings(tiny_cifar, run
 
 @pytest.mark.slow
 def test_a_copied_run_goes_on_to_more_epochs_from_its_named_checkpoint(tiny_cifar, run_copy):
-    """How benchmarks/cpu_claims.py lengthens a run (no schedule: a shorter run is the start of a
-    longer one): a copy of the shorter run's folder, whose checkpoint the first launch names,
+    """How a run with a constant lr is lengthened (the CPU claims grid did so: a shorter run is the
+    start of a longer one): a copy of the shorter run's folder, whose checkpoint the first launch names,
     accepting max_epochs (solo-learn's auto-resume keys would not match it). The copy trains
     only the epochs past it, leaves the original alone, and later launches auto-resume it."""
     out, run_dir = run_copy

@@ -192,12 +192,6 @@ def test_runs_files_parse_and_name_existing_recipes() -> None:
             if tokens[0] == "benchmarks/bench_pairs.py":  # its own recipes; its rows into the run's folder
                 assert "--csv" in tokens and tokens[tokens.index("--csv") + 1].startswith("{out}/"), (path.name, name)
                 continue
-            if tokens[0] == "benchmarks/cpu_claims.py":  # its CSVs in a run folder
-                results = tokens[tokens.index("--results") + 1]
-                folders = ("{out}", "{prefix}/trained_models/claims-gpu")
-                assert results in folders, (path.name, name)
-                assert tokens[tokens.index("--scale") + 1] == "gpu", (path.name, name)
-                continue
             if tokens[1:2] == ["{prefix}/src/solo-learn/main_umap.py"]:  # argparse flags: no Hydra override
                 assert all("=" not in t for t in tokens), (path.name, name)
                 trained = tokens[tokens.index("--pretrained_checkpoint_dir") + 1]

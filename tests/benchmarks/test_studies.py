@@ -35,7 +35,7 @@ def test_study_pairs_set_views_and_fraction(pair, views, fraction):
 
 
 @pytest.mark.slow
-def test_multirun_sweep_records_each_job_and_feeds_the_report(tiny_cifar, tmp_path):
+def test_multirun_sweep_records_each_job(tiny_cifar, tmp_path):
     results = tmp_path / "results"
     overrides = tiny_overrides(
         tiny_cifar,
@@ -54,12 +54,3 @@ def test_multirun_sweep_records_each_job_and_feeds_the_report(tiny_cifar, tmp_pa
         assert " -m " not in launch["command"] and "data.num_views=" in launch["command"]
         commands.append(launch["command"])
     assert {c.split("data.num_views=")[1].split()[0] for c in commands} == {"2", "4"}
-
-    report = run_entry("benchmarks/study_report.py", ["--results", str(results)], cwd=tmp_path)
-    assert report.returncode == 0, report.stderr[-3000:]
-    text = (results / "report.md").read_text()
-    rows = [line for line in text.splitlines() if line.startswith("| mabt |")]
-    assert [row.split(" | ")[1:3] for row in rows] == [["2", "256"], ["4", "256"]]
-    assert "**Not run yet:** mabt baseline (2 views, d = 8192)" in text
-    assert "mabt, 8 views, d = 256" in text and "d = 64, rule" in text
-    assert (results / "study_b_views.csv").is_file() and (results / "study_b_mabt_epoch.png").is_file()
