@@ -37,6 +37,7 @@ import os
 import statistics
 import tempfile
 from pathlib import Path
+from typing import Dict
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,6 +56,21 @@ SETTINGS = (
     # the backbone's and projector's forward under torch.compile (inductor)
     ("bf16 channels-last, compiled", ["precision=bf16-mixed", "performance.compile=true"]),
 )
+
+#: label: the child's environment, for the runtimes' levers (issue 94); only with --isolate, whose
+#: fresh process reads them at start: threads bound to cores, oneDNN held below AMX, an allocator
+ENV_SETTINGS: Dict[str, Dict[str, str]] = {
+    "bf16 channels-last, threads bound": {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"},
+    "bf16 channels-last, oneDNN without AMX": {"DNNL_MAX_CPU_ISA": "AVX512_CORE_BF16"},
+}
+for _label in ENV_SETTINGS:
+    SETTINGS += ((_label, ["precision=bf16-mixed", "performance.disable_channel_last=false"]),)
+ALLOCATORS = ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
+for _path in ALLOCATORS:
+    if Path(_path).exists():  # a preloaded allocator where the machine has one
+        _label = f"bf16 channels-last, {Path(_path).name.split('.')[0][3:]}"
+        ENV_SETTINGS[_label] = {"LD_PRELOAD": _path}
+        SETTINGS += ((_label, ["precision=bf16-mixed", "performance.disable_channel_last=false"]),)
 
 
 def main() -> None:
@@ -92,7 +108,12 @@ def main() -> None:
                 if args.profile:
                     print(f"\n### m = {m}, {label}")
                 setting = (overrides + args.set + [f"data.num_views={m}"], args.steps, out, args.profile, args.recipe)
-                times[label] += in_fresh_process(run_setting, *setting) if args.isolate else run_setting(*setting)
+                env = ENV_SETTINGS.get(label)
+                if env and not args.isolate:
+                    raise SystemExit(f"{label!r} sets the runtime's environment: run it with --isolate")
+                times[label] += (
+                    in_fresh_process(run_setting, *setting, env=env) if args.isolate else run_setting(*setting)
+                )
         flops = sum(flops_by_op(recipe_step([*args.set, f"data.num_views={m}"], args.recipe)).values())
         print(f"\n## {args.recipe}, m = {m}, width-16 ResNet-18, {torch.get_num_threads()} threads, "
               f"{flops / 1e9:.1f} GFLOP a model step")  # fmt: skip

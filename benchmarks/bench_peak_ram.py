@@ -1,4 +1,4 @@
-"""The memory estimate (mvssl_plugin/peak_ram.py) against the peak RSS of real training steps.
+"""The memory estimate (mvssl_plugin/peak_ram_estimate.py) against the peak RSS of real training steps.
 
     python benchmarks/bench_peak_ram.py [--steps 3] [--only N ...]
 
@@ -48,7 +48,7 @@ def estimate(recipe: str, overrides: list[str]) -> float:
     """The estimate the entry point compares with free memory, for this config."""
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.config import adapt_to_hardware, set_crop_counts
-    from mvssl_plugin.peak_ram import estimate_peak
+    from mvssl_plugin.peak_ram_estimate import estimate_peak
     from mvssl_plugin.train.peak_ram_check import run_shape
 
     cfg = compose_recipe(recipe, "pretrain", overrides)

@@ -16,7 +16,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Dict, Optional, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -87,13 +87,24 @@ def quiet() -> None:
     logging.disable(logging.WARNING)
 
 
-def in_fresh_process(function: Callable[..., T], *args: Any) -> T:
+def in_fresh_process(function: Callable[..., T], *args: Any, env: Optional[Dict[str, str]] = None) -> T:
     """``function(*args)`` in a fresh (spawned) process, quiet: nothing an earlier setting compiled,
-    cached or allocated is there. ``function`` must be importable by name."""
+    cached or allocated is there. ``function`` must be importable by name. ``env`` is added to the
+    child's environment only, before it starts: what the OpenMP and oneDNN runtimes and the dynamic
+    loader read once (``OMP_PROC_BIND``, ``DNNL_MAX_CPU_ISA``, ``LD_PRELOAD``)."""
     import multiprocessing
 
-    with multiprocessing.get_context("spawn").Pool(1, initializer=quiet) as pool:
-        return pool.apply(function, args)
+    saved = {key: os.environ.get(key) for key in env or {}}
+    os.environ.update(env or {})
+    try:
+        with multiprocessing.get_context("spawn").Pool(1, initializer=quiet) as pool:
+            return pool.apply(function, args)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def run_setting(
@@ -110,7 +121,7 @@ def run_setting(
     ``fixed_batch`` every step gets the loader's first batch (:class:`FixedBatches`)."""
     from mvssl_plugin.cli.config_name import compose_recipe
     from mvssl_plugin.data.loaders import build_pretrain_loader
-    from mvssl_plugin.train.checks import file_screen
+    from mvssl_plugin.train.launch_checks import file_screen
     from mvssl_plugin.train.pretrain import build_pretrain_model
     from mvssl_plugin.train.trainer import fit
 

@@ -1,4 +1,4 @@
-"""The peak-RAM estimate (peak_ram.py): how it scales with a run's shape. Its calibration
+"""The peak-RAM estimate (peak_ram_estimate.py): how it scales with a run's shape. Its calibration
 against measured peaks is a benchmark (benchmarks/bench_peak_ram.py): a child's peak RSS
 depends on the environment (the same 2-step run peaked at 1.18 GiB alone and at 1.86 GiB
 late in the full suite), so it is not asserted here."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mvssl_plugin.peak_ram import RunShape, estimate_peak
+from mvssl_plugin.peak_ram_estimate import RunShape, estimate_peak
 
 SHAPE = RunShape(backbone="narrow_resnet18", views=((32, 4),), batch_size=64, proj_hidden_dim=256, proj_output_dim=256)
 

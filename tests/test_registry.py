@@ -10,7 +10,7 @@ from solo.methods.base import BaseMethod
 import mvssl_plugin
 from mvssl_plugin.backbones import NarrowResNet18
 from mvssl_plugin.cli.config_name import compose_recipe
-from mvssl_plugin.data.checks import apply_backbone_defaults
+from mvssl_plugin.data.key_checks import apply_backbone_defaults
 from mvssl_plugin.methods import MultiAugBarlowTwins, MultiAugVICReg
 from mvssl_plugin.registry import PLUGIN_BACKBONES, PLUGIN_METHODS, register
 

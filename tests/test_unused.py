@@ -6,6 +6,7 @@ reach by string are listed in :data:`REACHED_OTHERWISE`, each with how it is rea
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
@@ -63,6 +64,9 @@ def all_uses(files: List[Path]) -> Dict[str, Set[str]]:
     where: Dict[str, Set[str]] = {}
     for path in files:
         for name in uses(path):
+            where.setdefault(name, set()).add(path.name)
+    for path in files:  # a function named as "mvssl_plugin.module:function" (data/formats.py's rows)
+        for name in re.findall(r'"mvssl_plugin[\w.]*:(\w+)"', path.read_text()):
             where.setdefault(name, set()).add(path.name)
     text = (REPO / "pyproject.toml").read_text()  # console scripts: "module:function"
     for line in text.splitlines():

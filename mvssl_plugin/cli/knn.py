@@ -6,7 +6,7 @@ ImageFolder copies of CIFAR/STL-10, the run folder's newest complete checkpoint 
 first file listed), every image of both sets (no shuffling, no dropped batch), defaults for
 every grid flag, validation classes matched to the training classes by folder name, and
 ``knn.csv`` written into the run folder. The classifier is solo-learn's
-``WeightedKNNClassifier``, counting the classes of both sets (:func:`~mvssl_plugin.eval.knn.all_classes_knn`).
+``WeightedKNNClassifier``, counting the classes of both sets (:func:`~mvssl_plugin.eval.knn_grid.all_classes_knn`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import List, Optional
 from mvssl_plugin.cli.exits import quiet_dependency_warnings, report_errors
 from mvssl_plugin.data.imagefolder import class_names, is_image_folder_tree, match_classes
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.eval.knn import DISTANCES, FEATURE_TYPES
+from mvssl_plugin.eval.knn_grid import DISTANCES, FEATURE_TYPES
 from mvssl_plugin.eval.knn_run import run_knn
 from mvssl_plugin.files import check_writable_folder
 

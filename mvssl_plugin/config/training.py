@@ -40,7 +40,7 @@ SCHEDULERS = ("warmup_cosine", "step", "none")  # what solo-learn's configure_op
 
 
 def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
-    """Batch size, epochs, optimizer, scheduler (and a constant lr's ramps, train/lr_ramps.py: its
+    """Batch size, epochs, optimizer, scheduler (and a constant lr's ramps, train/lr_ramp_callback.py: its
     warm-up over the first training minutes, ``scheduler.warmup_minutes``; its tail, a linear decay
     to zero over the last epochs, ``scheduler.tail_epochs``, or the budget's last minutes,
     ``scheduler.tail_minutes``), precision and :data:`TRAINING_RULES`."""

@@ -8,7 +8,7 @@ from typing import Callable, Optional
 from omegaconf import DictConfig
 
 from mvssl_plugin.data.dataset_files import Screen, screened
-from mvssl_plugin.data.labels import label_by_name, stratified_subset
+from mvssl_plugin.data.label_matching import label_by_name, stratified_subset
 from mvssl_plugin.data.solo_names import solo_data_format, solo_dataset_name
 
 
@@ -17,7 +17,7 @@ def classification_datasets(
 ):
     """solo-learn's labelled (train, val) datasets with the given transforms, ImageFolder
     aware, validation labels matched to the training classes by folder name
-    (:func:`~mvssl_plugin.data.labels.label_by_name`); ``screen`` drops or names bad files."""
+    (:func:`~mvssl_plugin.data.label_matching.label_by_name`); ``screen`` drops or names bad files."""
     # local: solo-learn (all of it, with timm and Lightning: seconds) loads when a dataset is built;
     # importing this module (the fast probe's and kNN's do) loads none of it
     from solo.data.classification_dataloader import prepare_datasets

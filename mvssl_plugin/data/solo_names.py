@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from mvssl_plugin.data.checks import TORCHVISION_DATASETS
+from mvssl_plugin.data.formats import FORMATS
 from mvssl_plugin.data.imagefolder import is_image_folder_tree
+from mvssl_plugin.data.key_checks import TORCHVISION_DATASETS
 
 
 def solo_dataset_name(dataset: str, path: Optional[str | os.PathLike]) -> str:
@@ -27,4 +28,4 @@ def solo_data_format(data_format: str) -> str:
     """The format to hand solo-learn: DALI and the in-memory format read ImageFolder
     trees, so their files are listed as solo-learn lists an ``image_folder`` (solo-learn's
     own DALI path is ImageNet-only)."""
-    return "image_folder" if data_format in ("dali", "memory") else data_format
+    return FORMATS[data_format].solo_name if data_format in FORMATS else data_format

@@ -7,7 +7,7 @@ from typing import Callable
 
 from omegaconf import DictConfig
 
-from mvssl_plugin.data.checks import SMALL_IMAGE_DATASETS
+from mvssl_plugin.data.key_checks import SMALL_IMAGE_DATASETS
 
 
 def pretrain_transform(cfg: DictConfig) -> Callable:

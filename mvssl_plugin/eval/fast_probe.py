@@ -13,6 +13,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from mvssl_plugin.data.dataset_files import Screen
+from mvssl_plugin.data.formats import data_format
 from mvssl_plugin.data.inmemory.eval_loaders import probe_memory_loaders
 from mvssl_plugin.data.labelled_sets import classification_datasets
 from mvssl_plugin.eval.features import extract_features
@@ -49,7 +50,7 @@ def probe_loaders(
 
     t_train, t_val = prepare_transforms(cfg.data.dataset)
     augmented_train, augmented_test = classification_datasets(cfg, t_train, t_train, cfg.data.fraction, screen)
-    if cfg.data.format == "memory":
+    if data_format(cfg).decoded_once:
         return probe_memory_loaders(cfg, augmented_train, augmented_test, device)
     _, plain_test = classification_datasets(cfg, t_val, t_val, cfg.data.fraction, screen)
     return tuple(

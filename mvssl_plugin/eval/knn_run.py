@@ -1,5 +1,5 @@
 """The offline kNN of a pretraining run: its checkpoint loaded, the backbone / projector
-features of both sets computed once, the grid of :func:`~mvssl_plugin.eval.knn.knn_grid`
+features of both sets computed once, the grid of :func:`~mvssl_plugin.eval.knn_grid.knn_grid`
 run over them, and ``knn.csv`` written into the run folder (``main_knn.py`` / ``mvssl-knn``).
 
 Both sets use solo-learn's validation transform, every image of each (no shuffling, no
@@ -19,7 +19,7 @@ from mvssl_plugin.data.labelled_sets import classification_datasets
 from mvssl_plugin.data.scan import screen_files
 from mvssl_plugin.data.transforms import eval_keeps_size
 from mvssl_plugin.eval.features import extract_features, load_pretrained
-from mvssl_plugin.eval.knn import knn_grid
+from mvssl_plugin.eval.knn_grid import knn_grid
 from mvssl_plugin.files import write_csv
 from mvssl_plugin.runs import KNN
 from mvssl_plugin.torch_device import eval_device

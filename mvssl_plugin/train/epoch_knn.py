@@ -23,7 +23,7 @@ from lightning.pytorch.callbacks import Callback
 
 from mvssl_plugin.data.inmemory.eval_loaders import LabelledImages, MemoryEvalLoader
 from mvssl_plugin.data.pipeline import ViewRecipe
-from mvssl_plugin.eval.knn import all_classes_knn
+from mvssl_plugin.eval.knn_grid import all_classes_knn
 from mvssl_plugin.eval.time_to_accuracy import stays_at_or_above
 from mvssl_plugin.files import write_csv
 from mvssl_plugin.runs import EPOCH_KNN

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from mvssl_plugin.config import adapt_to_hardware, check_probe_cfg, open_cfg
 from mvssl_plugin.config.pretrained import backbone_from_run, cifar_stem_of_run
-from mvssl_plugin.data.checks import apply_backbone_defaults
+from mvssl_plugin.data.key_checks import apply_backbone_defaults
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.registry import PLUGIN_BACKBONES, register
 
@@ -72,7 +72,7 @@ def checked_backbone(cfg: DictConfig, notify=print) -> Tuple[DictConfig, nn.Modu
     from solo.args.linear import parse_cfg
     from solo.methods.base import BaseMethod
 
-    from mvssl_plugin.train.checks import check_linear_cfg
+    from mvssl_plugin.train.launch_checks import check_linear_cfg
     from mvssl_plugin.train.start_block import cpu_text
 
     cfg = open_cfg(cfg)
@@ -102,7 +102,7 @@ def linear(cfg: DictConfig):
 
     from mvssl_plugin.data.solo_loaders import classification_loaders
     from mvssl_plugin.eval.fast_probe import fast_probe
-    from mvssl_plugin.train.checks import file_screen
+    from mvssl_plugin.train.launch_checks import file_screen
     from mvssl_plugin.train.trainer import fit
 
     if cfg.get("probe") is not None:

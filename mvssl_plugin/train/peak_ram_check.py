@@ -1,5 +1,5 @@
 """The peak-RAM check before pretraining: the run's shape from its config, the estimate
-(:mod:`mvssl_plugin.peak_ram`) against the memory the device has free, and what fits."""
+(:mod:`mvssl_plugin.peak_ram_estimate`) against the memory the device has free, and what fits."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from omegaconf import DictConfig
 from mvssl_plugin.config import select
 from mvssl_plugin.config.hardware import world_size
 from mvssl_plugin.config.views import views_per_resolution
-from mvssl_plugin.data.checks import SMALL_IMAGE_DATASETS
+from mvssl_plugin.data.key_checks import SMALL_IMAGE_DATASETS
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.peak_ram import (
+from mvssl_plugin.peak_ram_estimate import (
     LOW_END,
     RunShape,
     available_bytes,

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 
 from mvssl_plugin.config import adapt_to_hardware, open_cfg, select, world_size
 from mvssl_plugin.config.views import check_views_given_once, hydra_overrides
-from mvssl_plugin.data.checks import apply_backbone_defaults
+from mvssl_plugin.data.key_checks import apply_backbone_defaults
 from mvssl_plugin.registry import PLUGIN_BACKBONES, PLUGIN_METHODS, register
 
 
@@ -29,7 +29,7 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     from mvssl_plugin.data.solo_names import solo_data_format
     from mvssl_plugin.methods.loss_precision import KEY as LOSS_KEY
     from mvssl_plugin.methods.loss_precision import compute_loss_in_float32, loss_fp32
-    from mvssl_plugin.train.checks import check_pretrain_cfg
+    from mvssl_plugin.train.launch_checks import check_pretrain_cfg
 
     check_views_given_once(cfg, hydra_overrides())
     cfg = open_cfg(cfg)
@@ -68,8 +68,8 @@ def pretrain(cfg: DictConfig, extra_callbacks: Sequence = ()):
     # local: torch, Lightning and solo-learn, as in build_pretrain_model
     from mvssl_plugin.data.inmemory.eval_loaders import epoch_knn_sets
     from mvssl_plugin.data.loaders import build_pretrain_loader, build_val_loader
-    from mvssl_plugin.train.checks import file_screen
     from mvssl_plugin.train.epoch_knn import EpochKNN
+    from mvssl_plugin.train.launch_checks import file_screen
     from mvssl_plugin.train.resume import resume_checkpoint
     from mvssl_plugin.train.start_block import StartBlock, record_facts, start_facts, steps_per_process
     from mvssl_plugin.train.trainer import fit

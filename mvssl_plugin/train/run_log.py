@@ -11,7 +11,7 @@
 what they spend learning; all clocks are saved in checkpoints and continue after a resume.
 The evaluation computed during training (effective rank) is in
 :mod:`mvssl_plugin.eval.effective_rank`; the printed lines in :mod:`mvssl_plugin.train.start_block`,
-:mod:`mvssl_plugin.train.epoch_line` and :mod:`mvssl_plugin.train.progress_lines`.
+:mod:`mvssl_plugin.train.epoch_line` and :mod:`mvssl_plugin.train.lightning_progress`.
 """
 
 from __future__ import annotations

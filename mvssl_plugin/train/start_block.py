@@ -18,6 +18,7 @@ from mvssl_plugin.config import select
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.hardware import world_size
 from mvssl_plugin.config.views import views_per_resolution
+from mvssl_plugin.data.formats import FORMATS
 from mvssl_plugin.registry import beta_slot, is_multiview
 from mvssl_plugin.train.run_log import run_folder
 
@@ -61,9 +62,7 @@ def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[
         loss = ["objective solo-learn's two-view loss"]
     projector = kwargs.get("projector", "solo")
     data_format = cfg.data.format
-    where = {"dali": f" on the {select(cfg, 'dali.device', 'cpu')}", "memory": f" on the {cfg.accelerator}"}.get(
-        data_format, ""
-    )
+    where = FORMATS[data_format].where(cfg) if data_format in FORMATS else ""
     fraction = select(cfg, "data.fraction", -1)
     processes = world_size(cfg)
     return {

@@ -29,8 +29,8 @@ from mvssl_plugin.registry import beta_slot
 from mvssl_plugin.train.checkpoints import AtomicCheckpointer
 from mvssl_plugin.train.epoch_knn import EpochKNN
 from mvssl_plugin.train.epoch_line import EpochSummary
-from mvssl_plugin.train.lr_ramps import LrRamps
-from mvssl_plugin.train.progress_lines import LogProgress
+from mvssl_plugin.train.lightning_progress import LogProgress
+from mvssl_plugin.train.lr_ramp_callback import LrRamps
 from mvssl_plugin.train.resume import resume_checkpoint
 from mvssl_plugin.train.run_log import RunLog, TimeToAccuracy
 from mvssl_plugin.train.signals import GracefulStop

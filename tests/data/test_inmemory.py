@@ -528,7 +528,7 @@ def test_probe_loader_plain_pass_is_solo_learns_val_transform_and_augmented_pass
 
 
 def test_linear_evaluation_says_which_pipeline_reads_its_images():
-    from mvssl_plugin.train.checks import check_eval_format
+    from mvssl_plugin.train.launch_checks import check_eval_format
 
     def cfg(data_format: str, probe: bool, dataset: str = "cifar10"):
         return OmegaConf.create({"data": {"format": data_format, "dataset": dataset}, "probe": {} if probe else None})

@@ -1,4 +1,4 @@
-"""Validation labels by class name (data/labels.py relabels by folder name), through the entry
+"""Validation labels by class name (data/label_matching.py relabels by folder name), through the entry
 points a user runs: main_pretrain.py (online validation), main_linear.py (solo-learn's linear
 evaluation and the fast probe) and main_knn.py."""
 
@@ -118,7 +118,7 @@ def test_knn_counts_the_classes_of_both_sets():
     import torch
     from solo.utils.knn import WeightedKNNClassifier
 
-    from mvssl_plugin.eval.knn import all_classes_knn
+    from mvssl_plugin.eval.knn_grid import all_classes_knn
 
     g = torch.Generator().manual_seed(0)
     train_x, train_y = torch.randn(90, 8, generator=g), torch.arange(90) % 3
@@ -239,7 +239,7 @@ def test_symlink_loop_counted_once_in_every_format(data_format, tmp_path):
 
 
 def test_a_val_fraction_too_small_for_its_classes_is_named_with_the_range_that_works():
-    from mvssl_plugin.data.labels import stratified_subset
+    from mvssl_plugin.data.label_matching import stratified_subset
     from mvssl_plugin.errors import ConfigError
 
     class Labelled:

@@ -1,4 +1,4 @@
-"""Offline kNN (eval/knn.py, eval/knn_run.py) through ``main_knn.py`` with solo-learn's flags."""
+"""Offline kNN (eval/knn_grid.py, eval/knn_run.py) through ``main_knn.py`` with solo-learn's flags."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.files import read_csv
 from mvssl_plugin.lr_ramps import tail_factor
 from mvssl_plugin.runs import EPOCH_KNN
-from mvssl_plugin.train.lr_ramps import BASE_LR, LrRamps
+from mvssl_plugin.train.lr_ramp_callback import BASE_LR, LrRamps
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

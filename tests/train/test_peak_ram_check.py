@@ -10,7 +10,7 @@ from helpers import assert_one_line, checked_config, pretrain_args, run_entry
 
 from mvssl_plugin.cli.config_name import list_recipes
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.peak_ram import GiB
+from mvssl_plugin.peak_ram_estimate import GiB
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

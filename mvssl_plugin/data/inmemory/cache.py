@@ -20,7 +20,7 @@ from PIL import Image
 from mvssl_plugin.data.inmemory.devices import exact_device
 from mvssl_plugin.data.pixels import load_rgb
 from mvssl_plugin.errors import ConfigError, DataError
-from mvssl_plugin.peak_ram import available_ram
+from mvssl_plugin.peak_ram_estimate import available_ram
 
 log = logging.getLogger(__name__)
 

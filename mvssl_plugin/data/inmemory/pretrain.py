@@ -27,7 +27,7 @@ def describe_ramp(ramp: ResolutionRamp, epochs: int) -> str:
 
 def resolution_ramp(cfg: DictConfig) -> Optional[ResolutionRamp]:
     """``memory.resolution`` as a ramp of the largest pipeline's side (None when unset; its
-    values checked by :func:`mvssl_plugin.data.checks.check_inmemory_options`)."""
+    values checked by :func:`mvssl_plugin.data.key_checks.check_inmemory_options`)."""
     start = OmegaConf.select(cfg, "memory.resolution.start", default=None)
     if start is None:
         return None

@@ -10,6 +10,7 @@ import os
 from omegaconf import DictConfig
 
 from mvssl_plugin.config.values import AUTO, boolean, count, is_int, is_number, require, select
+from mvssl_plugin.data.formats import data_format
 from mvssl_plugin.data.imagefolder import (
     class_names,
     empty_class_folders,
@@ -23,11 +24,6 @@ from mvssl_plugin.errors import ConfigError
 SUPPORTED_DATASETS = ("cifar10", "cifar100", "stl10", "imagenet", "imagenet100", "custom")
 SMALL_IMAGE_DATASETS = ("cifar10", "cifar100")
 TORCHVISION_DATASETS = ("cifar10", "cifar100", "stl10")
-#: image_folder: solo-learn's torchvision loader; dali: NVIDIA DALI; memory: decoded once into
-#: a uint8 tensor on the training device, views cut there (mvssl_plugin.data.inmemory)
-SUPPORTED_FORMATS = ("image_folder", "h5", "dali", "memory")
-#: formats that read an ImageFolder tree file by file (the torchvision archive will not do)
-FOLDER_FORMATS = ("image_folder", "dali", "memory")
 DALI_DEVICES = (AUTO, "cpu", "gpu")
 
 
@@ -50,18 +46,18 @@ def check_data_path(cfg: DictConfig, key: str) -> None:
     """``key`` (data.train_path / data.val_path) points at data the format can read."""
     path = select(cfg, key)
     dataset = cfg.data.dataset
-    data_format = cfg.data.format
-    if dataset in TORCHVISION_DATASETS and data_format in ("image_folder", "dali", "memory"):
+    fmt = data_format(cfg)
+    if dataset in TORCHVISION_DATASETS and fmt.reads_folders:
         if path is not None and is_image_folder_tree(path):
             return _check_class_folders(key, path)
-        if data_format == "image_folder":
+        if fmt.reads_archives:
             if path is not None and torchvision_archive_present(dataset, path):
                 return
             if select(cfg, "data.download", False):
                 return
         elif path is not None and torchvision_archive_present(dataset, path):
             raise ConfigError(
-                f"{key}={path!r} holds torchvision's {dataset} archive, which data.format={data_format} "
+                f"{key}={path!r} holds torchvision's {dataset} archive, which data.format={fmt.name} "
                 "cannot read: give an ImageFolder tree (one sub-folder of images per class), "
                 "or use data.format=image_folder"
             )
@@ -77,7 +73,7 @@ def check_data_path(cfg: DictConfig, key: str) -> None:
         )
     if path is None or not os.path.exists(str(path)):
         raise ConfigError(f"{key}={path!r} does not exist: point it at your {dataset} data")
-    if data_format in FOLDER_FORMATS and not select(cfg, "data.no_labels", False):
+    if fmt.reads_folders and not select(cfg, "data.no_labels", False):
         if not is_image_folder_tree(path):
             raise ConfigError(f"{key}={path!r} is not an ImageFolder tree (one sub-folder of images per class)")
         _check_class_folders(key, path)
@@ -141,9 +137,8 @@ def check_data(cfg: DictConfig) -> None:
     dataset = select(cfg, "data.dataset")
     if dataset not in SUPPORTED_DATASETS:
         raise ConfigError(f"data.dataset={dataset!r}: choose one of {SUPPORTED_DATASETS}")
-    cfg.data.format = select(cfg, "data.format", "image_folder")
-    if cfg.data.format not in SUPPORTED_FORMATS:
-        raise ConfigError(f"data.format={cfg.data.format!r}: choose one of {SUPPORTED_FORMATS}")
+    fmt = data_format(cfg)
+    cfg.data.format = fmt.name
     for key in ("data.fraction", "data.val_fraction"):
         fraction = select(cfg, key, -1)
         if not is_number(fraction) or not (fraction == -1 or 0 < fraction < 1):
@@ -168,11 +163,8 @@ def check_data(cfg: DictConfig) -> None:
     check_data_path(cfg, "data.train_path")
     if select(cfg, "data.val_path") is not None:
         check_data_path(cfg, "data.val_path")
-    if cfg.data.format == "dali":
-        check_dali(cfg)
-    elif cfg.data.format == "memory":
-        check_inmemory_options(cfg)
-    if cfg.data.format != "memory" and select(cfg, "memory.resolution") is not None:
+    fmt.check_options(cfg)
+    if not fmt.decoded_once and select(cfg, "memory.resolution") is not None:
         raise ConfigError(
             f"memory.resolution is set, but data.format={cfg.data.format}: only the in-memory format cuts "
             "views at a size that changes per epoch; use data.format=memory, or remove memory.resolution"
@@ -199,13 +191,13 @@ def nested_folder_notices(cfg: DictConfig) -> list[str]:
 
 def class_match_notices(cfg: DictConfig) -> list[str]:
     """Validation classes are matched to the training classes by folder name (the datasets
-    are relabelled so in :func:`mvssl_plugin.data.labels.label_by_name`); checked here on the
+    are relabelled so in :func:`mvssl_plugin.data.label_matching.label_by_name`); checked here on the
     folder names alone, before anything is built: names the training tree lacks stop the run
     (ConfigError), a subset of the training classes is said once."""
     train, val = select(cfg, "data.train_path"), select(cfg, "data.val_path")
     if val is None or (cfg.data.dataset == "custom" and select(cfg, "data.no_labels", False)):
         return []
-    if select(cfg, "data.format") == "h5" or not (is_image_folder_tree(train) and is_image_folder_tree(val)):
+    if not data_format(cfg).reads_folders or not (is_image_folder_tree(train) and is_image_folder_tree(val)):
         return []
     _, notice = match_classes(class_names(train), class_names(val))
     return [notice] if notice else []

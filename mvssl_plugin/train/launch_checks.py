@@ -25,10 +25,11 @@ from mvssl_plugin.config import (
     views_to_crops,
 )
 from mvssl_plugin.config.keys import check_keys
-from mvssl_plugin.data.checks import check_data, class_match_notices, nested_folder_notices
 from mvssl_plugin.data.dataset_files import Screen
+from mvssl_plugin.data.formats import data_format
 from mvssl_plugin.data.inmemory.cache import default_cache_dir
 from mvssl_plugin.data.inmemory.eval_loaders import probe_recipes
+from mvssl_plugin.data.key_checks import check_data, class_match_notices, nested_folder_notices
 from mvssl_plugin.data.scan import screen_files
 from mvssl_plugin.data.transforms import eval_keeps_size
 from mvssl_plugin.errors import ConfigError
@@ -93,7 +94,7 @@ def check_output_folders(cfg: DictConfig) -> None:
         check_writable_folder(
             Path.cwd() / "wandb", "wandb.enabled=true (its files go to ./wandb/ of the working folder)"
         )
-    if select(cfg, "data.format") == "memory":
+    if data_format(cfg).decoded_once:
         cache = select(cfg, "memory.cache_dir")
         folder = cache if cache is not None else default_cache_dir(cfg.data.train_path)
         check_writable_folder(
@@ -151,14 +152,14 @@ def check_eval_format(cfg: DictConfig) -> List[str]:
     """Which pipeline reads a linear evaluation's images: the fast probe reads with
     ``memory`` (CIFAR and STL-10 sizes only, checked here) or torchvision; solo-learn's
     full linear evaluation always reads with torchvision, which a notice says."""
-    data_format = select(cfg, "data.format")
-    if data_format == "memory" and select(cfg, "probe") is not None:
+    fmt = data_format(cfg)
+    if fmt.decoded_once and select(cfg, "probe") is not None:
         probe_recipes(str(select(cfg, "data.dataset")))
         return []
-    if data_format in ("memory", "dali"):
+    if not fmt.torchvision_views:
         what = "the fast probe" if select(cfg, "probe") is not None else "solo-learn's linear evaluation"
-        serves = "pretraining and the fast probe" if data_format == "memory" else "pretraining"
-        return [f"data.format={data_format}: {what} reads its images with torchvision; {data_format} serves {serves}"]
+        serves = "pretraining and the fast probe" if fmt.decoded_once else "pretraining"
+        return [f"data.format={fmt.name}: {what} reads its images with torchvision; {fmt.name} serves {serves}"]
     return []
 
 
@@ -175,7 +176,8 @@ def file_screen(cfg: DictConfig, notify: Callable[[str], None] = print, pretrain
     """
     skip = bool(select(cfg, "data.skip_bad_files", False))
     rrc_off = any(not select(aug, "rrc.enabled", True) for aug in (select(cfg, "augmentations") or []))
-    same_aspect = pretraining and rrc_off and select(cfg, "data.format") == "image_folder"
+    fmt = data_format(cfg)
+    same_aspect = pretraining and rrc_off and fmt.torchvision_views and fmt.reads_folders
     same_size = eval_keeps_size(str(select(cfg, "data.dataset")))
     answers: Dict[Tuple[str, Tuple[str, ...]], List[str]] = {}
 
