@@ -147,9 +147,9 @@ BF16_ISAS = ("AVX512_CORE_BF16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "AVX
 def cpu_bf16_native() -> Tuple[bool, str]:
     """Whether this CPU computes bf16 natively (AVX512_BF16 or AMX) as torch runs it, and why.
 
-    Why it matters: with native bf16, the whole mabt training step of a width-16 ResNet-18 under
-    bf16 autocast gives 1.5x to 1.9x the views/s of fp32 on this project's 2-core EPYC; an AVX2-only CPU
-    emulates bf16 at a tenth of the fp32 speed (benchmarks/results/cpu_fast_path/). Caps set
+    Why it matters: with native bf16 the training step under bf16 autocast is much faster than
+    fp32; an AVX2-only CPU emulates bf16, far slower than fp32 (figures: docs/hardware.md and
+    benchmarks/results/cpu_fast_path/). Caps set
     through ``ATEN_CPU_CAPABILITY`` or ``DNNL_MAX_CPU_ISA`` count as the CPU's own."""
     import torch  # local: as in device_count
 
@@ -188,8 +188,7 @@ def plan_cpu_threads(cores: int, processes: int, workers: int) -> Tuple[int, int
 
     Why the share and not fewer threads: with OpenMP's passive wait where loader workers
     share the cores (:func:`openmp_wait_policy`), the whole share was fastest both on a quiet
-    2-core machine and beside other work; one thread took 1.24x to 1.29x the time on the quiet
-    machine (benchmarks/bench_threads.py, docs/hardware.md)."""
+    2-core machine and beside other work (figures: docs/hardware.md)."""
     share = max(1, cores // max(1, processes))
     return share, min(workers, share)
 
@@ -200,11 +199,9 @@ def openmp_wait_policy(cfg: DictConfig) -> str | None:
     (OpenMP reads it once): the entry points set it before the flow starts.
 
     Why: torch's OpenMP threads spin between operations; beside busy loader workers, or other
-    work on a small machine, they wait on each other instead of computing. On 2 cores a CPU
-    pretraining run with 2 loader workers took 0.87x to 0.90x the time with passive threads on
-    a quiet machine and 0.67x to 0.73x beside one busy process; the in-memory format (no
-    workers) took 1.17x on the quiet machine, so it keeps the default
-    (benchmarks/bench_threads.py)."""
+    work on a small machine, they wait on each other instead of computing. Passive threads sped
+    up a 2-core run with loader workers and slowed the in-memory format (no workers), which
+    keeps the default (figures: docs/hardware.md)."""
     workers = select(cfg, "data.num_workers", 0)
     uses_workers = is_int(workers) and workers > 0 and select(cfg, "data.format", "image_folder") != "memory"
     return "PASSIVE" if uses_workers else None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import inspect
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -171,19 +172,43 @@ def _prefixes(key: str) -> Iterable[str]:
     return (".".join(parts[:i]) for i in range(1, len(parts) + 1))
 
 
-@lru_cache(maxsize=4)
-def solo_keys(kind: str) -> FrozenSet[str]:
-    """Keys solo-learn's parser, BaseMethod / LinearModel, Checkpointer and AutoResumer read."""
-    spec = importlib.util.find_spec("solo")
-    if spec is None or spec.origin is None:
-        return frozenset()
-    base = Path(spec.origin).parent
+#: what the scan below finds at the solo-learn commit the plugin pins (``commit``), per kind: the
+#: answer where solo-learn's source cannot be read, and the reference that names a key a later
+#: release no longer reads (tests/config/test_keys.py holds it equal to the scan at the pin)
+PINNED_SOLO_KEYS = Path(__file__).with_name("solo_keys.json")
+
+
+def scan_solo_keys(kind: str, base: Optional[Path] = None) -> FrozenSet[str]:
+    """Keys solo-learn's parser, BaseMethod / LinearModel, Checkpointer and AutoResumer read, from
+    the source of the installed solo-learn (or the package folder ``base``); empty without it."""
+    if base is None:
+        spec = importlib.util.find_spec("solo")
+        if spec is None or spec.origin is None:
+            return frozenset()
+        base = Path(spec.origin).parent
     keys: Set[str] = set()
     for name in SOLO_FILES[kind]:
         path = base / name
         if path.is_file():
             keys |= keys_in_source(path.read_text())
     return frozenset(keys)
+
+
+@lru_cache(maxsize=1)
+def pinned_solo_keys() -> dict:
+    return json.loads(PINNED_SOLO_KEYS.read_text())
+
+
+@lru_cache(maxsize=4)
+def solo_keys(kind: str) -> FrozenSet[str]:
+    """The keys solo-learn reads: the installed source's, else the pinned commit's."""
+    return scan_solo_keys(kind) or frozenset(pinned_solo_keys()[kind])
+
+
+def dropped_by_solo(kind: str, scanned: Optional[FrozenSet[str]] = None) -> FrozenSet[str]:
+    """Keys solo-learn read at the pinned commit that the installed one no longer reads: a key a
+    release moved or removed, which a recipe written for the pin may still set."""
+    return frozenset(pinned_solo_keys()[kind]) - (solo_keys(kind) if scanned is None else scanned)
 
 
 def method_keys(method_class: Optional[type]) -> Set[str]:
@@ -254,7 +279,18 @@ def check_keys(
     found = unknown_keys(cfg, known)
     if not found:
         return []
-    lines = [f"{key}" + (f" (did you mean {close}?)" if close else "") for key, close in found]
+    dropped = dropped_by_solo(kind)
+    commit = pinned_solo_keys()["commit"][:7]
+    lines = [
+        f"{key}"
+        + (f" (did you mean {close}?)" if close else "")
+        + (
+            f" (solo-learn read it at {commit}, the commit the plugin pins; the installed one does not)"
+            if key in dropped
+            else ""
+        )
+        for key, close in found
+    ]
     if bool(select(cfg, "strict_keys", False)):
         raise ConfigError(
             f"{', '.join(lines)}: no key of that name is read by solo-learn or the plugin: correct or remove "

@@ -159,7 +159,10 @@ def narrow_convolutions(model) -> List[str]:
     gradient of a channels-last convolution reading 2 to 7 channels corrupts memory or spins
     forever (``jit_avx2_1x1_convolution_bwd_weights``): a ResNet-18 of base width 2 to 7
     aborts with "double free or corruption" on its first backward; widths 8 to 64 run, and
-    the stem reading the 3 image channels is not affected."""
+    the stem reading the 3 image channels is not affected. Kept while a torch that pyproject.toml
+    allows has the bug: the canary in tests/config/test_hardware.py fails once the installed torch
+    runs a 4-channel channels-last backward held to AVX2; the guard can go once every torch of the
+    range does."""
     return [
         name
         for name, module in model.named_modules()
@@ -171,8 +174,7 @@ def narrow_convolutions(model) -> List[str]:
 
 def memory_format_notice(cfg: DictConfig, model) -> Optional[str]:
     """Whether the model trains channels-last: solo-learn's default (``performance.disable_channel_last:
-    false``), which on the CPU too takes 0.55x to 0.82x the contiguous time of a ResNet-18 step at
-    base widths 8, 16 and 64 (benchmarks/bench_loss.py --memory-format), except on the CPU for a
+    false``), faster than contiguous on the CPU too (docs/hardware.md), except on the CPU for a
     model with :func:`narrow_convolutions`, which trains contiguous, inputs included. Sets
     ``performance.disable_channel_last`` accordingly; returns the notice to print, if any."""
     if cfg.performance.disable_channel_last or cfg.accelerator != "cpu":

@@ -3,7 +3,12 @@ the cores between torch's threads and the loader workers. Through main_pretrain.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
+import torch
 from helpers import run_entry, tiny_overrides
 
 from mvssl_plugin.config.hardware import plan_cpu_threads, usable_cores
@@ -30,6 +35,25 @@ def test_a_width_4_backbone_trains_contiguous_where_channels_last_would_corrupt_
     assert len(notices) == 1 and "backbone.kwargs.width" in notices[0]
     (run_dir,) = (tmp_path / "mabt").iterdir()
     assert read_json(run_dir / ARGS)["performance"]["disable_channel_last"] is True
+
+
+CANARY = """import torch
+conv = torch.nn.Conv2d(4, 8, 1).to(memory_format=torch.channels_last)
+x = torch.randn(8, 4, 16, 16).to(memory_format=torch.channels_last)
+for _ in range(3):
+    conv(x).sum().backward()
+"""
+
+
+@pytest.mark.slow
+def test_canary_onednn_still_fails_a_narrow_channels_last_backward_held_to_avx2():
+    """Why train/trainer.py's narrow_convolutions exists; when this fails, the installed torch no
+    longer has the bug: drop the guard once every torch pyproject.toml allows is past it."""
+    try:
+        done = subprocess.run([sys.executable, "-c", CANARY], env={**os.environ, **AVX2_ONLY}, timeout=60)
+    except subprocess.TimeoutExpired:
+        return  # the bug's other face: the weight gradient spins forever
+    assert done.returncode != 0, f"torch {torch.__version__} ran it: narrow_convolutions may be removable"
 
 
 @pytest.mark.slow

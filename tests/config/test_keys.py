@@ -59,3 +59,62 @@ def test_typos_warn_with_the_nearest_key_and_strict_keys_stops(tiny_cifar, tmp_p
         2,
         "mvssl config error: optimizer.lr_ (did you mean optimizer.lr?)",
     )
+
+
+def test_the_pin_is_what_the_scan_finds_in_the_pinned_solo_learn():
+    """The suite runs solo-learn at the commit the README pins: the committed list must be its scan."""
+    from mvssl_plugin.config.keys import pinned_solo_keys, scan_solo_keys
+    from mvssl_plugin.registry import SOLO_COMMIT
+
+    pin = pinned_solo_keys()
+    assert pin["commit"] == SOLO_COMMIT
+    for kind in ("pretrain", "linear"):
+        assert sorted(scan_solo_keys(kind)) == pin[kind], f"solo-learn's keys moved: rewrite solo_keys.json ({kind})"
+
+
+@pytest.fixture
+def solo_source_moved(tmp_path, monkeypatch):
+    """solo-learn's read files copied with one key renamed, as a release that moves a key would be."""
+    import importlib.util
+    from pathlib import Path
+
+    from mvssl_plugin.config import keys
+
+    base = Path(importlib.util.find_spec("solo").origin).parent
+    for name in keys.SOLO_FILES["pretrain"]:
+        target = tmp_path / "solo" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text((base / name).read_text().replace("auto_resume.max_hours", "auto_resume.hours_max"))
+    scan = keys.scan_solo_keys
+    monkeypatch.setattr(keys, "scan_solo_keys", lambda kind, base=None: scan(kind, base or tmp_path / "solo"))
+    keys.solo_keys.cache_clear()
+    yield keys
+    keys.solo_keys.cache_clear()
+
+
+def test_a_key_a_solo_learn_release_moved_is_named_with_its_new_name(solo_source_moved):
+    keys = solo_source_moved
+    assert "auto_resume.hours_max" in keys.solo_keys("pretrain")
+    assert keys.dropped_by_solo("pretrain") == {"auto_resume.max_hours"}
+    old = compose_recipe("mabt_cifar.yaml", "pretrain", ["+auto_resume.max_hours=2"])
+    (warning,) = keys.check_keys(old, "pretrain")
+    assert warning.startswith(
+        "warning: auto_resume.max_hours (did you mean auto_resume.hours_max?) (solo-learn read it at 9187ea3, "
+        "the commit the plugin pins; the installed one does not) is read by neither"
+    )
+    new = compose_recipe("mabt_cifar.yaml", "pretrain", ["+auto_resume.hours_max=2"])
+    assert keys.check_keys(new, "pretrain") == []
+
+
+def test_without_solo_learns_source_the_pinned_keys_answer(monkeypatch):
+    from mvssl_plugin.config import keys
+
+    monkeypatch.setattr(keys, "scan_solo_keys", lambda kind, base=None: frozenset())
+    keys.solo_keys.cache_clear()
+    try:
+        assert (
+            keys.solo_keys("linear") == set(keys.pinned_solo_keys()["linear"])
+            and keys.dropped_by_solo("linear") == set()
+        )
+    finally:
+        keys.solo_keys.cache_clear()
