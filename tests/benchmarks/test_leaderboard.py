@@ -9,6 +9,7 @@ from collections import Counter
 
 import leaderboard
 import leaderboard_plan as plans
+import leaderboard_records
 import pytest
 
 from mvssl_plugin.files import read_csv, write_csv, write_json
@@ -217,10 +218,10 @@ def test_the_records_table_sets_each_of_ours_against_the_best_peers_accuracy_at_
     here = leaderboard.machine_key(leaderboard.machine())
     assert sorted((p.parent.parent.name, p.parent.name) for p in copied) == [("records", here)] * 5
     page = tmp_path / "speedrun.md"
-    page.write_text(f"{leaderboard.RECORDS_START}\nstale table\n{leaderboard.RECORDS_END}\n")
+    page.write_text(f"{leaderboard_records.RECORDS_START}\nstale table\n{leaderboard_records.RECORDS_END}\n")
     readme = tmp_path / "README.md"
-    readme.write_text(f"# top\n{leaderboard.VERSUS_START}\nstale\n{leaderboard.VERSUS_END}\nkept\n")
-    table = leaderboard.report_records(out=tmp_path / "out", pages=[page], headline_pages=[readme])
+    readme.write_text(f"# top\n{leaderboard_records.VERSUS_START}\nstale\n{leaderboard_records.VERSUS_END}\nkept\n")
+    table = leaderboard_records.report_records(out=tmp_path / "out", pages=[page], headline_pages=[readme])
     assert "stale table" not in page.read_text() and table.rstrip() in page.read_text()
     # the README gets the comparison in short, a row per recipe with its seeds side by side,
     # not the table, and keeps its other lines
@@ -261,8 +262,8 @@ def test_records_are_compared_only_with_peers_recorded_on_the_same_cpu_kind(tmp_
         write_json(other / tag / "machine.json", {"model": "Slow CPU", "family": 1, "model_number": 2, "cores": 2,
                                                   "isa": "avx2"})  # fmt: skip
     readme = tmp_path / "README.md"
-    readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
-    table = leaderboard.report_records(out=out, pages=[], headline_pages=[readme])
+    readme.write_text(f"{leaderboard_records.VERSUS_START}\n{leaderboard_records.VERSUS_END}\n")
+    table = leaderboard_records.report_records(out=out, pages=[], headline_pages=[readme])
     # here: the peer's 54.00, ours from its second epoch (20 minutes); there: that kind's peer's 60.00,
     # which ours never reaches
     assert "- record-mabt-adam-4e-3-s1: stays at or above 54.00% from 20.0 training minutes: 1.50x" in table
@@ -293,8 +294,8 @@ def test_ours_are_set_against_the_peer_recorded_at_ours_loss_precision_where_the
     (out / "screens" / "vicreg-adam-5e-4").mkdir(parents=True)  # the pick was screened (round C)
     leaderboard.collect(runs, out=out)
     readme = tmp_path / "README.md"
-    readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
-    table = leaderboard.report_records(out=out, pages=[], headline_pages=[readme])
+    readme.write_text(f"{leaderboard_records.VERSUS_START}\n{leaderboard_records.VERSUS_END}\n")
+    table = leaderboard_records.report_records(out=out, pages=[], headline_pages=[readme])
     here = leaderboard.machine_key(leaderboard.machine())
     rows = readme.read_text().splitlines()
     assert (
@@ -318,8 +319,8 @@ def test_a_record_trained_on_past_30_minutes_is_read_at_30_and_in_full_beside(tm
     _record(runs, "record-mavicreg-adam-4e-3-s2", "mavicreg", curve, 5.0, stop=60)
     leaderboard.collect(runs, out=tmp_path / "out")
     readme = tmp_path / "README.md"
-    readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
-    table = leaderboard.report_records(out=tmp_path / "out", pages=[], headline_pages=[readme])
+    readme.write_text(f"{leaderboard_records.VERSUS_START}\n{leaderboard_records.VERSUS_END}\n")
+    table = leaderboard_records.report_records(out=tmp_path / "out", pages=[], headline_pages=[readme])
     # its row is the run as a 30-minute stop would have ended it: 6 epochs, 63.00
     assert "| mavicreg | mavicreg-adam-4e-3 | fp32 | 2 | 6 | 30.0 | 63.00 | 5.0 | 10.0 | 20.0 |" in table
     assert "- record-mavicreg-adam-4e-3-s2: stays at or above 60.00% from 20.0 training minutes: 1.50x" in table
@@ -355,8 +356,8 @@ def test_a_record_with_the_lrs_tail_is_the_recipe_holding_it_and_is_collected_as
     (copied,) = leaderboard.collect(runs, out=tmp_path / "out")
     assert copied.parent.parent.name == "records"
     readme = tmp_path / "README.md"
-    readme.write_text(f"{leaderboard.VERSUS_START}\n{leaderboard.VERSUS_END}\n")
-    leaderboard.report_records(out=tmp_path / "out", pages=[], headline_pages=[readme])
+    readme.write_text(f"{leaderboard_records.VERSUS_START}\n{leaderboard_records.VERSUS_END}\n")
+    leaderboard_records.report_records(out=tmp_path / "out", pages=[], headline_pages=[readme])
     assert "No record of a peer yet." in readme.read_text()  # ours alone: nothing to set it against
     ((_, row),) = {r["run"]: r for r in read_csv(tmp_path / "out" / "records.csv")}.items()
     # its setting names the tail; its record row reads the first 30 minutes, before the tail starts at 40
