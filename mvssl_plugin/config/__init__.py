@@ -16,7 +16,7 @@ from mvssl_plugin.config.beta import BARLOW_SLOT, SOLO_BETA_SLOTS, VICREG_SLOT, 
 from mvssl_plugin.config.hardware import adapt_to_hardware, trainer_devices, world_size
 from mvssl_plugin.config.training import check_probe_cfg, check_signals, check_training_keys
 from mvssl_plugin.config.values import AUTO, open_cfg, select
-from mvssl_plugin.config.views import count_views, set_crop_counts, views_to_crops
+from mvssl_plugin.config.views import set_crop_counts, views_of, views_to_crops
 
 __all__ = [
     "AUTO",
@@ -30,11 +30,11 @@ __all__ = [
     "check_probe_cfg",
     "check_signals",
     "check_training_keys",
-    "count_views",
     "open_cfg",
     "resolve_beta",
     "select",
     "set_crop_counts",
+    "views_of",
     "views_to_crops",
     "trainer_devices",
     "world_size",

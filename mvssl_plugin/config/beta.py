@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from mvssl_plugin import beta_rule
 from mvssl_plugin.config.values import AUTO, is_number, select
-from mvssl_plugin.config.views import count_views
+from mvssl_plugin.config.views import views_of
 from mvssl_plugin.errors import ConfigError
 
 
@@ -77,7 +77,7 @@ def resolve_beta(cfg: DictConfig, slot: BetaSlot, objective: str = "leave_one_ou
                 f"or '{AUTO}' (beta = c / proj_output_dim)"
             )
         return None
-    dim, m = select(cfg, "method_kwargs.proj_output_dim"), count_views(cfg)
+    dim, m = select(cfg, "method_kwargs.proj_output_dim"), views_of(cfg).m
     kwargs.beta_c = select(cfg, "method_kwargs.beta_c", slot.default_c)
     explicit = select(cfg, "method_kwargs.beta_multiview_factor")
     rule = dict(c=kwargs.beta_c, num_views=m, multiview_factor=explicit, objective=objective, loss=slot.loss)

@@ -8,8 +8,8 @@ The names, one each:
   small pipelines' own ``num_crops``.
 - solo-learn's ``augmentations[i].num_crops`` and ``data.num_large_crops`` /
   ``num_small_crops`` are derived here: :func:`views_to_crops` spreads m over the pipelines,
-  :func:`set_crop_counts` writes solo-learn's two counts, :func:`count_views` reads m back and
-  :func:`views_per_resolution` counts them by crop size.
+  :func:`set_crop_counts` writes solo-learn's two counts, and :func:`views_of` reads them back
+  as one :class:`ViewCount` (large, small, per crop size): the one form every reader takes.
 
 Inside solo-learn's own ``main_pretrain.py``, which asserts 2 large crops for its methods,
 :func:`hide_crop_counts` keeps the counts aside under :data:`HIDDEN_CROPS` and
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Any, Dict, Iterator, List, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -30,26 +31,40 @@ from mvssl_plugin.config.values import is_int, select
 from mvssl_plugin.errors import ConfigError
 
 
-def count_views(cfg: DictConfig | Mapping[str, Any]) -> int:
-    """m, views per image (large and small): solo-learn's ``data.num_large_crops +
-    num_small_crops`` when set (every solo-learn method reads these; so does a run's
-    args.json), else the pipelines' ``num_crops``. Takes a config or a plain dict (args.json)."""
+@dataclass(frozen=True)
+class ViewCount:
+    """The views per image, the one form every reader takes: ``large`` views of the first
+    pipeline's crop size, ``small`` ones of the others (solo-learn's rule), and the views per
+    crop size in the pipelines' order (empty for an args.json read without its pipelines)."""
+
+    large: int
+    small: int
+    per_resolution: Tuple[Tuple[int, int], ...] = ()
+
+    @property
+    def m(self) -> int:
+        """All views, large and small: what the loss averages over and the beta rule counts."""
+        return self.large + self.small
+
+
+def views_of(cfg: DictConfig | Mapping[str, Any]) -> ViewCount:
+    """The views of a config or a run's args.json (a plain dict): solo-learn's
+    ``data.num_large_crops`` / ``num_small_crops`` when set (every solo-learn method reads these,
+    and a run's args.json holds them), else counted from the pipelines' ``num_crops``."""
     if not isinstance(cfg, DictConfig):
         cfg = OmegaConf.create({"data": dict(cfg.get("data") or {}), "augmentations": cfg.get("augmentations") or []})
+    pipelines = select(cfg, "augmentations", []) or []
+    resolutions: Dict[int, int] = {}
+    for pipeline in pipelines:
+        if select(pipeline, "crop_size") is not None and select(pipeline, "num_crops") is not None:
+            size = int(pipeline.crop_size)
+            resolutions[size] = resolutions.get(size, 0) + int(pipeline.num_crops)
     large, small = select(cfg, "data.num_large_crops"), select(cfg, "data.num_small_crops")
-    if large is not None:
-        return int(large) + int(small or 0)
-    return sum(int(pipeline.num_crops) for pipeline in select(cfg, "augmentations", []) or [])
-
-
-def views_per_resolution(cfg: DictConfig) -> Dict[int, int]:
-    """``{crop size: views}``, the views per image by resolution in the pipelines' order: each
-    pipeline's ``num_crops`` added to its ``crop_size`` (two pipelines of one size count together).
-    What the start block prints and the peak-RAM check sizes."""
-    views: Dict[int, int] = {}
-    for pipeline in cfg.augmentations:
-        views[int(pipeline.crop_size)] = views.get(int(pipeline.crop_size), 0) + int(pipeline.num_crops)
-    return views
+    if large is None:
+        first = int(pipelines[0].crop_size) if pipelines else None
+        large = sum(n for size, n in resolutions.items() if size == first)
+        small = sum(n for size, n in resolutions.items() if size != first)
+    return ViewCount(int(large), int(small or 0), tuple(resolutions.items()))
 
 
 def set_crop_counts(cfg: DictConfig) -> None:

@@ -21,7 +21,7 @@ from safetensors.torch import save_file
 
 from mvssl_plugin import provenance
 from mvssl_plugin.config.beta import beta_of
-from mvssl_plugin.config.views import count_views
+from mvssl_plugin.config.views import views_of
 from mvssl_plugin.data.pipeline import normalization
 from mvssl_plugin.encoder.card import model_card
 from mvssl_plugin.encoder.model import CARD, CONFIG, FORMAT, STANDARD, WEIGHTS, build_encoder_network
@@ -150,7 +150,7 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
     """How the encoder was made: method, views, projector, beta, data, schedule, launches."""
     kwargs, data, optimizer = args.get("method_kwargs", {}), args.get("data", {}), args.get("optimizer", {})
     scheduler = args.get("scheduler") or {}
-    m, step = count_views(args), int(state.get("global_step", 0))
+    m, step = views_of(args).m, int(state.get("global_step", 0))
     devices = args.get("devices", 1)
     processes = (len(devices) if isinstance(devices, list) else int(devices or 1)) * int(args.get("num_nodes", 1))
     launches = (read_json(folder / RUN_LOG) or {}).get("launches", [])

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from mvssl_plugin.config.beta import beta_of
-from mvssl_plugin.config.views import count_views
+from mvssl_plugin.config.views import views_of
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.files import atomic_write_text, read_csv, read_json, write_csv
 from mvssl_plugin.registry import beta_slot
@@ -69,7 +69,7 @@ def load_run(folder: Path, args: Optional[dict] = None) -> Run:
         folder=folder,
         name=str(args.get("name", folder.name)),
         method=str(args.get("method")),
-        views=count_views(args),
+        views=views_of(args).m,
         pdim=args.get("method_kwargs", {}).get("proj_output_dim"),
         beta=beta_of(beta_slot(args.get("method")), args.get("method_kwargs", {})),
         fraction=1.0 if fraction in (None, -1) else float(fraction),

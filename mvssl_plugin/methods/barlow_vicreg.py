@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Dict
 import omegaconf
 
 from mvssl_plugin.config.beta import BetaSlot, resolve_beta
-from mvssl_plugin.config.values import select
+from mvssl_plugin.config.views import views_of
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.objectives import OBJECTIVES, REDUNDANCY_ALIASES, REDUNDANCY_MODES, check_pair
 from mvssl_plugin.methods.base import MultiViewMethod
@@ -77,7 +77,7 @@ class BarlowVICRegMethod(MultiViewMethod):
                 "method_kwargs.objective=fastssl forwards all views in one call (BatchNorm sees m x batch "
                 "images, as the released code): drop fused_forward=false, or use objective=leave_one_out"
             )
-        if kwargs.objective == "fastssl" and int(select(cfg, "data.num_small_crops", 0) or 0):
+        if kwargs.objective == "fastssl" and views_of(cfg).small:
             raise ConfigError(
                 "method_kwargs.objective=fastssl forwards all views in one call, which needs views of one "
                 "resolution: drop the small crops, or use objective=leave_one_out"

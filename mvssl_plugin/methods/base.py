@@ -29,7 +29,7 @@ from torch import nn
 from mvssl_plugin.config.beta import BetaSlot
 from mvssl_plugin.config.hardware import finite_check_every, world_size
 from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, select
-from mvssl_plugin.config.views import count_views, restore_crop_counts, showing_crops
+from mvssl_plugin.config.views import restore_crop_counts, showing_crops, views_of
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
 from mvssl_plugin.methods.finite_loss import FiniteLoss
@@ -147,7 +147,8 @@ class MultiViewMethod(BaseMethod):
         for key in ("fused_forward", "view_parallel"):
             if not boolean(kwargs[key]):
                 raise ConfigError(f"method_kwargs.{key}={kwargs[key]!r}: use true or false")
-        m, small = count_views(cfg), int(select(cfg, "data.num_small_crops", 0) or 0)
+        views = views_of(cfg)
+        m, small = views.m, views.small
         if m < 2:
             raise ConfigError(
                 f"method={cfg.method} needs at least 2 views per image, the config gives {m}: "

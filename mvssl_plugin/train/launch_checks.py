@@ -22,6 +22,7 @@ from mvssl_plugin.config import (
     resolve_beta,
     select,
     set_crop_counts,
+    views_of,
     views_to_crops,
 )
 from mvssl_plugin.config.keys import check_keys
@@ -52,7 +53,7 @@ def check_method_and_backbone(cfg: DictConfig, methods: Dict[str, Type], backbon
 def check_builtin_method(cfg: DictConfig) -> List[str]:
     """solo-learn's own methods train on 2 large views; the plugin's keys are left out of
     their config (and so of args.json). Returns notices."""
-    large = int(cfg.data.num_large_crops)
+    large = views_of(cfg).large
     if large != 2:
         raise ConfigError(
             f"method={cfg.method} is solo-learn's two-view method and the recipe gives {large} large views: "

@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 
 from mvssl_plugin.config import select
 from mvssl_plugin.config.hardware import world_size
-from mvssl_plugin.config.views import views_per_resolution
+from mvssl_plugin.config.views import views_of
 from mvssl_plugin.data.key_checks import SMALL_IMAGE_DATASETS
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.peak_ram_estimate import (
@@ -39,7 +39,7 @@ def run_shape(cfg: DictConfig) -> Optional[RunShape]:
     backbone = str(select(cfg, "backbone.name"))
     small = select(cfg, "backbone.kwargs.small_input")
     small = bool(small) if small is not None else cfg.data.dataset in SMALL_IMAGE_DATASETS
-    views = views_per_resolution(cfg)
+    views = dict(views_of(cfg).per_resolution)
     if select(cfg, "method_kwargs.view_parallel", False):  # each process forwards m / processes views
         processes = max(1, world_size(cfg))
         views = {size: max(1, n // processes) for size, n in views.items()}

@@ -17,7 +17,7 @@ from torch.utils.data import DataLoader
 from mvssl_plugin.config import select
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.hardware import world_size
-from mvssl_plugin.config.views import views_per_resolution
+from mvssl_plugin.config.views import views_of
 from mvssl_plugin.data.formats import FORMATS
 from mvssl_plugin.registry import beta_slot, is_multiview
 from mvssl_plugin.train.run_log import run_folder
@@ -25,7 +25,7 @@ from mvssl_plugin.train.run_log import run_folder
 
 def views_text(cfg: DictConfig) -> str:
     """``4 x 32 px`` or ``2 x 32 px + 6 x 16 px``: views per image by resolution."""
-    return " + ".join(f"{n} x {size} px" for size, n in views_per_resolution(cfg).items())
+    return " + ".join(f"{n} x {size} px" for size, n in views_of(cfg).per_resolution)
 
 
 def beta_text(cfg: DictConfig) -> str:

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from solo.utils.misc import make_contiguous
 from torch import nn
 
-from mvssl_plugin.config import count_views, select, trainer_devices
+from mvssl_plugin.config import select, trainer_devices, views_of
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.hardware import finite_check_every
 from mvssl_plugin.eval.effective_rank import EffectiveRank
@@ -45,7 +45,7 @@ def run_tags(cfg: DictConfig) -> List[str]:
     fraction = OmegaConf.select(cfg, "data.fraction", default=-1)
     tags = [
         f"method:{method}",
-        f"views:{count_views(cfg)}",
+        f"views:{views_of(cfg).m}",
         f"pdim:{OmegaConf.select(cfg, 'method_kwargs.proj_output_dim')}",
         f"fraction:{1.0 if fraction in (None, -1) else fraction:g}",
     ]

@@ -204,13 +204,13 @@ def test_solo_style_relative_config_path_works(tmp_path):
 
 @pytest.mark.parametrize("recipe", PRETRAIN_RECIPES)
 def test_every_pretrain_recipe_composes_and_resolves_beta(recipe):
-    from mvssl_plugin.config import SOLO_BETA_SLOTS, count_views, resolve_beta
+    from mvssl_plugin.config import SOLO_BETA_SLOTS, resolve_beta, views_of
     from mvssl_plugin.registry import PLUGIN_METHODS, beta_slot
 
     cfg = compose_recipe(recipe, "pretrain")
     # the plugin's methods, or solo-learn's own run side by side with them (the leaderboard's peers)
     peers = (*SOLO_BETA_SLOTS, "simclr", "byol")
-    assert (cfg.method in PLUGIN_METHODS or cfg.method in peers) and count_views(cfg) >= 2
+    assert (cfg.method in PLUGIN_METHODS or cfg.method in peers) and views_of(cfg).m >= 2
     slot = beta_slot(cfg.method) or SOLO_BETA_SLOTS.get(cfg.method)
     if slot is not None:
         resolve_beta(cfg, slot, cfg.method_kwargs.get("objective", "leave_one_out"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import assert_one_line, make_image_folder, pretrain_args, run_entry
+from omegaconf import OmegaConf
 
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.config.views import check_views_given_once, crops_on_command_line
@@ -42,3 +43,13 @@ def test_the_entry_point_stops_in_one_line_before_any_work(tmp_path, one_thread)
     result = run_entry("main_pretrain.py", [*pretrain_args(data, tmp_path), "augmentations.0.num_crops=8"], tmp_path)
     assert_one_line(result, 2, "data.num_views=4 and augmentations.0.num_crops=8", "set the views once")
     assert not (tmp_path / "mabt").exists()
+
+
+def test_views_of_reads_one_form_from_a_config_or_an_args_json():
+    from mvssl_plugin.config.views import ViewCount, views_of
+
+    pipelines = {"augmentations": [{"crop_size": 32, "num_crops": 4}, {"crop_size": 16, "num_crops": 2}]}
+    assert views_of(OmegaConf.create(pipelines)) == ViewCount(4, 2, ((32, 4), (16, 2)))
+    # solo-learn's counts win where they are set, as in a run's args.json (a plain dict, no pipelines)
+    assert views_of({"data": {"num_large_crops": 8, "num_small_crops": 0}}) == ViewCount(8, 0, ())
+    assert views_of(compose_recipe("mabt_cifar_multicrop.yaml", "pretrain")).m == 6
