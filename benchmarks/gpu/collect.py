@@ -3,17 +3,13 @@
     python benchmarks/gpu/collect.py results-20261125-101500.tar.gz [more archives] \
         --into benchmarks/results/gpu_smoke
 
-The runner's archive (``runner.json``, the run folders' small files, the logs) is unpacked
-under ``--into``: ``calls/<archive>/runner.json`` (the call's device, commit, clocks, install
-steps and each attempt's command and exit code), ``runs/<name>/...`` and ``logs/<name>/...``.
-Then ``runs.csv`` and ``summary.md`` are rebuilt from every call collected there so far, one
-row per run (its newest attempt): pass, fail or unfinished; the step time of its last epoch
-(the epoch's training seconds over its optimizer steps, so epoch 1's start-up and compilation
-stay out once there are two epochs); images and views per second at that step time; the last
-epoch's ``data_wait_fraction``; the run's peak memory (``peak_memory_mib``: GPU memory
-allocated on a GPU); the last online kNN if there was one; for a failure, the log's last
-error line. solo-learn's own scripts keep no such clocks: their rows give the outcome and the
-epochs of Lightning's CSV log. Standard library only, as the runner.
+Each archive is unpacked under ``--into`` (``calls/<archive>/runner.json``: the call's device,
+commit, clocks and each attempt's command and exit code; ``runs/``; ``logs/``), then ``runs.csv``
+and ``summary.md`` are rebuilt from every call there, one row per run (its newest attempt): the
+outcome, its last epoch's seconds per step (so epoch 1's start-up stays out once there are two),
+images and views per second, ``data_wait_fraction``, peak memory, the last online kNN, a
+failure's last error line. solo-learn's own scripts keep no clocks: their rows give the outcome
+and the epochs of Lightning's CSV log. Standard library only, as the runner.
 """
 
 from __future__ import annotations
@@ -27,25 +23,9 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 COLUMNS = (
-    "run",
-    "status",
-    "exit_code",
-    "device",
-    "commit",
-    "finished_utc",
-    "epochs",
-    "batch",
-    "views",
-    "step_s",
-    "images_per_s",
-    "views_per_s",
-    "data_wait_fraction",
-    "peak_memory_mib",
-    "knn_acc1",
-    "seconds",
-    "error",
-    "command",
-)
+    "run status exit_code device commit finished_utc epochs batch views step_s images_per_s views_per_s "
+    "data_wait_fraction peak_memory_mib knn_acc1 seconds error command"
+).split()
 ERROR = re.compile(r"(Error|error:|Exception|FAILED|Traceback|mvssl: .*(stop|refus))")
 
 
@@ -60,10 +40,7 @@ def unpack(archive: Path, into: Path) -> Path:
             parts = Path(member.name).parts[1:]  # below results-<time>/
             if not parts or ".." in parts:
                 continue
-            if parts[0] in ("runs", "logs"):
-                target = into.joinpath(*parts)
-            else:
-                target = call.joinpath(*parts)
+            target = (into if parts[0] in ("runs", "logs") else call).joinpath(*parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(tar.extractfile(member).read())
     return call
@@ -76,7 +53,7 @@ def read_rows(path: Path) -> List[Dict[str, str]]:
 
 def number(value: Optional[str]) -> Optional[float]:
     try:
-        return float(value) if value not in (None, "") else None
+        return float(value) if value else None
     except ValueError:
         return None
 
@@ -90,10 +67,8 @@ def step_seconds(rows: List[Dict[str, str]]) -> Optional[float]:
     """The last epoch's training seconds per optimizer step (the whole run's with one epoch)."""
     if not rows:
         return None
-    last = rows[-1]
-    before = rows[-2] if len(rows) > 1 else {"train_seconds": "0", "step": "0"}
-    seconds = (number(last.get("train_seconds")) or 0.0) - (number(before.get("train_seconds")) or 0.0)
-    steps = (number(last.get("step")) or 0.0) - (number(before.get("step")) or 0.0)
+    last, before = rows[-1], rows[-2] if len(rows) > 1 else {}
+    seconds, steps = ((number(last.get(k)) or 0.0) - (number(before.get(k)) or 0.0) for k in ("train_seconds", "step"))
     return seconds / steps if steps > 0 and seconds > 0 else None
 
 
@@ -115,19 +90,11 @@ def last_error(log: Path) -> str:
 
 def run_row(into: Path, attempt: dict, call: dict) -> Dict[str, object]:
     """One run's row from its newest attempt and whatever its folder holds."""
-    name = attempt["name"]
-    row: Dict[str, object] = {c: "" for c in COLUMNS}
-    status = attempt["status"]
-    row.update(
-        run=name,
-        status={"done": "pass", "failed": "fail"}.get(status, status),
-        exit_code=attempt["exit_code"],
-        device=call.get("device", ""),
-        commit=call.get("repo_commit", ""),
-        finished_utc=call.get("end", ""),
-        seconds=attempt["seconds"],
-        command=attempt["command"],
-    )
+    name, status = attempt["name"], attempt["status"]
+    row: Dict[str, object] = dict.fromkeys(COLUMNS, "")
+    row.update(run=name, status={"done": "pass", "failed": "fail"}.get(status, status), exit_code=attempt["exit_code"])
+    row.update(device=call.get("device", ""), commit=call.get("repo_commit", ""), finished_utc=call.get("end", ""))
+    row.update(seconds=attempt["seconds"], command=attempt["command"])
     folder = into / "runs" / name
     newest = lambda pattern: sorted(folder.rglob(pattern), key=lambda p: p.stat().st_mtime)  # noqa: E731
     args = newest("args.json")
@@ -209,9 +176,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     rows = rebuild_from(args.archives, args.into)
     print(f"collect: {len(rows)} runs in {args.into / 'runs.csv'} and summary.md")
     for row in rows:
-        print(
-            f"  {row['run']}: {row['status']}, {row['step_s'] or '-'} s / step, {row['images_per_s'] or '-'} images / s"
-        )
+        print(f"  {row['run']}: {row['status']}, {row['step_s'] or '-'} s / step, {row['images_per_s'] or '-'} img / s")
 
 
 if __name__ == "__main__":

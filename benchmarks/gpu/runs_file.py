@@ -1,7 +1,10 @@
-"""The runs file: one ``name: command`` per line, its ``all:`` overrides, the runs a call picks
-(``--skip``, ``--only``), and a run's command filled in: its placeholders, its ``{run:NAME}``
-folders, the script it names (``runner.py``'s docstring gives the format). Standard library
-only, Python 3.9+, like the runner."""
+"""The runs file (``runs/*.txt``): one ``name: command`` per line and ``#`` comments. A command
+starting with ``<script>.py`` runs as ``python <repo>/<script>.py``. A line ``all: key=value ...``
+adds Hydra overrides to every run after it (a run's own value wins); an empty ``all:`` drops them
+(scripts with flags of their own). Placeholders: ``{data}`` (the kit's ImageFolder), ``{out}``
+(the run's own folder, for ``checkpoint.dir``), ``{prefix}``, ``{repo}``, and ``{run:NAME}`` (the
+run folder, with args.json and a checkpoint, that line NAME trained: the line waits for it).
+Standard library only, Python 3.9+, like the runner."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from runner_call import REPO, say
+REPO = Path(__file__).resolve().parents[2]
 
 
 def parse_runs(text: str) -> list:
@@ -43,10 +46,6 @@ def select_runs(runs: list, skip: list, only: Optional[list] = None) -> list:
     unknown = sorted((set(skip) | set(only or [])) - names)
     if unknown:
         raise SystemExit(f"--skip/--only: no run named {unknown} in the runs file (it has {sorted(names)})")
-    if skip:
-        say(f"skipped by --skip: {', '.join(skip)}")
-    if only:
-        say(f"only these, by --only: {', '.join(only)}")
     return [(name, tokens) for name, tokens in runs if name not in skip and (not only or name in only)]
 
 
@@ -85,21 +84,16 @@ def fill(tokens: list, **values: str) -> list:
 RUN_PLACEHOLDER = re.compile(r"\{run:([A-Za-z0-9_.-]+)\}")
 
 
-def run_folder(trained: Path, name: str) -> Optional[Path]:
-    """The newest run folder (args.json beside a checkpoint) that the line ``name`` wrote under ``trained``."""
-    folders = [p.parent for p in (trained / name).rglob("args.json") if any(p.parent.glob("*.ckpt"))]
-    return max(folders, key=lambda p: p.stat().st_mtime) if folders else None
-
-
 def fill_runs(tokens: list, trained: Path) -> tuple:
-    """``{run:NAME}`` placeholders filled with :func:`run_folder`; (tokens, the names not trained yet)."""
+    """``{run:NAME}`` filled with the newest folder under ``trained/NAME`` holding args.json beside a
+    checkpoint; (tokens, the names not trained yet)."""
     waiting = []
 
     def folder(match: re.Match) -> str:
-        found = run_folder(trained, match.group(1))
-        if found is None:
+        found = [p.parent for p in (trained / match.group(1)).rglob("args.json") if any(p.parent.glob("*.ckpt"))]
+        if not found:
             waiting.append(match.group(1))
             return match.group(0)
-        return str(found)
+        return str(max(found, key=lambda p: p.stat().st_mtime))
 
     return [RUN_PLACEHOLDER.sub(folder, t) for t in tokens], waiting

@@ -1,6 +1,7 @@
 """The offline GPU kit (benchmarks/gpu/): parts and manifest, the runner's budget and resume state, a dry run.
 
-No network: pack.py's wheel download is replaced by a fake fetch; everything else runs as on the target.
+No network: pack.py's wheel download is replaced by a fake one; everything else runs as on the target,
+pip's offline install of solo-learn's wheel included.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ from pathlib import Path
 
 import bench_pairs
 import collect
-import kit_install
 import kit_needs
+import kit_parts
 import pack
 import pytest
-import results_archive
-import runner_call
+import runner
 import runs_file
 from helpers import REPO, make_image_folder
 from leaderboard_plan import record_lines
@@ -55,117 +55,98 @@ def read_archive(out: Path) -> dict[str, bytes]:
         return {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
-def fake_items(tmp: Path) -> list[dict]:
-    sizes = {"wheels.tar": 2500, "solo-learn.tar.gz": 10, "data.tar.gz": 4000}
-    items = []
-    for i, (name, size) in enumerate(sizes.items()):
-        path = tmp / name
-        path.write_bytes(bytes((i * 7 + j) % 251 for j in range(size)))
-        items.append({"name": name, "kind": name.split(".")[0].split("-")[0], "path": path})
-    return items
+def tree(root: Path, files: dict[str, bytes]) -> list[tuple[Path, str]]:
+    """Writes ``files`` under ``root``: the (file, name in the kit) pairs pack.py hands to write_parts."""
+    pairs = []
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+        pairs.append((root / name, name))
+    return pairs
 
 
-def test_split_and_reassemble(tmp_path: Path) -> None:
-    items = fake_items(tmp_path)
-    originals = {i["name"]: i["path"].read_bytes() for i in items}
-    out = tmp_path / "kit"
-    out.mkdir()
-    manifest = pack.split_into_parts(items, out, part_bytes=1000)
+def test_parts_travel_over_calls_and_install_once_all_are_kept(tmp_path: Path) -> None:
+    """A kit cut into parts: a call that lacks one part (and gets another damaged) keeps what is good
+    and installs nothing; the next call brings the rest and the kit is joined, checked and unpacked."""
+    files = {f"data/imgs/train/c{c}/{i}.jpg": os.urandom(700) for c in range(2) for i in range(4)}
+    files["src/solo-learn/main_pretrain.py"] = b"print('solo')\n"
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    manifest = kit_parts.write_parts(tree(tmp_path / "staging", files), kit, part_bytes=1000)
+    manifest.update(wheels=[], data={"root": "imgs"})
+    (kit / "manifest.json").write_text(json.dumps(manifest))
+    assert len(manifest["parts"]) >= 5 and all(p["bytes"] <= 1000 for p in manifest["parts"])
+    whole = b"".join((kit / p["name"]).read_bytes() for p in manifest["parts"])
+    assert hashlib.sha256(whole).hexdigest() == manifest["sha256"] and len(whole) == manifest["bytes"]
 
-    assert [p["name"] for p in manifest["parts"]] == [f"part-{i:03d}.bin" for i in range(7)]
-    assert all((out / p["name"]).stat().st_size == p["bytes"] <= 1000 for p in manifest["parts"])
-    assert manifest["total_bytes"] == sum(len(b) for b in originals.values()) == 6510
-    whole = b"".join((out / p["name"]).read_bytes() for p in manifest["parts"])
-    assert hashlib.sha256(whole).hexdigest() == manifest["sha256"]
-    by_name = {i["name"]: i for i in manifest["items"]}
-    assert by_name["wheels.tar"]["parts"] == ["part-000.bin", "part-001.bin", "part-002.bin"]
-    assert by_name["solo-learn.tar.gz"]["parts"] == ["part-002.bin"]  # an item inside one part
-    assert by_name["data.tar.gz"]["parts"] == [f"part-{i:03d}.bin" for i in range(2, 7)]
-
-    kept = tmp_path / "kept"
-    got = kit_install.receive_parts(manifest, out, kept)
-    assert got["missing"] == [] and got["bad"] == [] and len(got["have"]) == 7
-    for item in manifest["items"]:
-        dest = kit_install.assemble(manifest, item, kept, tmp_path / ("back-" + item["name"]))
-        assert dest.read_bytes() == originals[item["name"]]
-    assert kit_install.whole_sha256(manifest, kept) == manifest["sha256"]
-
-
-def test_missing_and_corrupt_parts_are_named_and_kept_parts_wait(tmp_path: Path) -> None:
-    out = tmp_path / "kit"
-    out.mkdir()
-    manifest = pack.split_into_parts(fake_items(tmp_path), out, part_bytes=1000)
-    (out / "manifest.json").write_text(json.dumps(manifest))
-    # first call: parts 0-2 arrive, part 3 is corrupt, 4-6 are still to come
-    later = tmp_path / "later"
+    later, prefix = tmp_path / "later", tmp_path / "prefix"
     later.mkdir()
-    for name in ("part-004.bin", "part-005.bin", "part-006.bin"):
-        (out / name).rename(later / name)
-    good3 = (out / "part-003.bin").read_bytes()
-    (out / "part-003.bin").write_bytes(b"x" + good3[1:])
-    kept = tmp_path / "prefix" / "parts"
-    got = kit_install.receive_parts(manifest, out, kept)
-    assert got["have"] == ["part-000.bin", "part-001.bin", "part-002.bin"]
-    assert len(got["bad"]) == 1 and got["bad"][0].startswith("part-003.bin: sha256")
-    assert got["missing"] == ["part-004.bin", "part-005.bin", "part-006.bin"]
-    lines = kit_install.describe_missing(manifest, got["missing"])
-    assert lines[0].startswith("part-004.bin (0.0 MiB, holds data.tar.gz")
+    (kit / "part-002.bin").rename(later / "part-002.bin")  # not carried by the first call
+    good = (kit / "part-001.bin").read_bytes()
+    (kit / "part-001.bin").write_bytes(b"x" + good[1:])  # damaged on the way
+    report: dict = {"install": [], "kit_bad": []}
+    kit_parts.receive(kit, prefix, report)
+    assert len(report["kit_bad"]) == 1 and report["kit_bad"][0].startswith("part-001.bin: sha256")
+    assert kit_parts.install_kits(prefix, report) is None  # nothing installed: no data yet
+    (step,) = report["install"]
+    assert step["missing"] == ["part-001.bin", "part-002.bin"] and step["status"].startswith("waiting: carry")
 
-    # the items whose parts are all kept are ready; data waits
-    ready = [i["name"] for i in manifest["items"] if not set(i["parts"]) - set(got["have"])]
-    assert ready == ["wheels.tar", "solo-learn.tar.gz"]
+    for part in manifest["parts"]:  # the second call carries only what is missing
+        (kit / part["name"]).unlink(missing_ok=True)
+    (kit / "part-001.bin").write_bytes(good)
+    (later / "part-002.bin").rename(kit / "part-002.bin")
+    report = {"install": [], "kit_bad": []}
+    kit_parts.receive(kit, prefix, report)
+    assert kit_parts.install_kits(prefix, report) == str(prefix / "data" / "imgs")
+    assert report["install"][0]["status"] == "installed" and report["kit_bad"] == []
+    for name, data in files.items():
+        assert (prefix / name).read_bytes() == data
+    report = {"install": [], "kit_bad": []}
+    kit_parts.install_kits(prefix, report)
+    assert report["install"][0]["status"] == "installed before"
 
-    # second call: only the rest is carried; the kept parts are not needed again
-    for name in ("part-000.bin", "part-001.bin", "part-002.bin"):
-        (out / name).unlink()
-    (out / "part-003.bin").write_bytes(good3)
-    for name in ("part-004.bin", "part-005.bin", "part-006.bin"):
-        (later / name).rename(out / name)
-    got = kit_install.receive_parts(manifest, out, kept)
-    assert got["missing"] == [] and got["bad"] == [] and len(got["have"]) == 7
-
-    # a kept part damaged on disk is caught when its item is cut out
-    item = manifest["items"][2]
-    (kept / "part-005.bin").write_bytes(b"\0" * 1000)
-    with pytest.raises(ValueError, match="data.tar.gz: sha256"):
-        kit_install.assemble(manifest, item, kept, tmp_path / "data.tar.gz")
+    # a kept part damaged on disk is caught when the parts are joined
+    home = next((prefix / "kits").iterdir())
+    stamp = json.loads((prefix / "stamp.json").read_text())
+    (prefix / "stamp.json").write_text(json.dumps({"kits": {}}))
+    (home / "part-000.bin").write_bytes(b"y" + (home / "part-000.bin").read_bytes()[1:])
+    report = {"install": [], "kit_bad": []}
+    kit_parts.install_kits(prefix, report)
+    assert "the joined parts' sha256" in report["install"][0]["status"] and home.name in stamp["kits"]
 
 
-def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_fetch(tmp_path: Path) -> None:
+def test_pack_decides_what_to_pack_and_builds_a_kit_with_an_injected_download(tmp_path: Path) -> None:
     have = kit_needs.parse_have("torch==2.11 torchvision lightning==2.6 timm scipy")
     keep, notes = kit_needs.to_pack(kit_needs.NEEDED, have)
     names = [n.name for n in keep]
     assert "lightning" in names  # the target's 2.6 is not the pinned 2.1.2
     assert "scipy" not in names  # any version does
     assert any(n.startswith("pack lightning==2.1.2: the target has 2.6") for n in notes)
+    assert len(kit_needs.UMAP_NEEDED) == 44 and len(kit_needs.DALI_NEEDED) == 11
+    assert all("==" in n.requirement and n.module for n in kit_needs.UMAP_NEEDED + kit_needs.DALI_NEEDED)
 
-    def fake_fetch(need: kit_needs.Need, dest: Path, python: str, platforms: list) -> Path:
-        wheel = dest / f"{need.name.replace('-', '_')}-{need.version}-py3-none-any.whl"
-        wheel.write_bytes(need.requirement.encode())
-        return wheel
+    def fake_download(needs: list, dest: Path, python: str, platforms: list) -> None:
+        for need in needs:
+            (dest / f"{need.name.replace('-', '_')}-{need.version}-py3-none-any.whl").write_bytes(
+                need.requirement.encode()
+            )
 
     data = tmp_path / "imgs"
     for split, n in (("train", 10), ("test", 4)):
         for c in range(3):
-            (data / split / f"c{c}").mkdir(parents=True)
-            for i in range(n):
-                (data / split / f"c{c}" / f"{i}.jpg").write_bytes(b"jpeg%d" % i)
-    dali, _ = kit_needs.to_pack(kit_needs.DALI_NEEDED, have)
-    extras = {"dali": dali, "umap": list(kit_needs.UMAP_NEEDED)}
-    manifest = pack.build_kit(tmp_path / "kit", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, extras=extras)
-    wheels, data_item, dali_item, umap_item = manifest["items"]  # the extras last: their parts travel after the rest
-    assert (dali_item["name"], dali_item["kind"]) == ("dali.tar", "wheels-dali")
-    assert (umap_item["name"], umap_item["kind"]) == ("umap.tar", "wheels-umap")
-    assert len(umap_item["wheels"]) == len(kit_needs.UMAP_NEEDED) and min(umap_item["parts"]) >= max(dali_item["parts"])
-    assert sorted(w["requirement"] for w in dali_item["wheels"]) == sorted(n.requirement for n in kit_needs.DALI_NEEDED)
-    assert min(dali_item["parts"]) >= max(data_item["parts"])  # the stream: it may share the boundary part
-    assert sorted(w["requirement"] for w in wheels["wheels"]) == sorted(n.requirement for n in keep)
-    assert data_item["images"] == {"test": 6, "train": 15} and data_item["root"] == "imgs"
+            tree(data / split / f"c{c}", {f"{i}.jpg": b"jpeg%d" % i for i in range(n)})
+    (data / ".cache").mkdir()  # a hidden folder beside the splits is no split
+    manifest = pack.build_kit(tmp_path / "kit", 0.001, keep, data=data, fraction=0.5, download=fake_download)
+    assert manifest["wheels"] == [[n.requirement, n.module, n.policy] for n in keep]
+    assert len(manifest["wheel_files"]) == len(keep)
+    assert manifest["data"] == {"root": "imgs", "images": {"test": 6, "train": 15}, "fraction": 0.5}
     assert json.loads((tmp_path / "kit" / "manifest.json").read_text())["sha256"] == manifest["sha256"]
     assert "part-000.bin" in pack.describe(manifest)
-    # same inputs, same bytes: a re-pack keeps the runner's stamps valid
-    again = pack.build_kit(tmp_path / "kit2", 0.001, data, None, keep, fetch=fake_fetch, fraction=0.5, extras=extras)
+    # same inputs, same bytes: a re-pack keeps the runner's stamp valid
+    again = pack.build_kit(tmp_path / "kit2", 0.001, keep, data=data, fraction=0.5, download=fake_download)
     assert again["sha256"] == manifest["sha256"]
+    dali = pack.build_kit(tmp_path / "dali", 1, kit_needs.DALI_NEEDED, download=fake_download)
+    assert "data" not in dali and [w[0] for w in dali["wheels"]][0] == "nvidia-dali-cuda130==2.4.0"
 
 
 def test_runs_files_parse_and_name_existing_recipes() -> None:
@@ -253,23 +234,8 @@ def test_budget_cuts_a_run_and_the_next_call_resumes_it(tmp_path: Path) -> None:
         'later: python -c "print(1)" {data}/train\n'
     )
     prefix, out = tmp_path / "prefix", tmp_path / "out"
-    common = [
-        "--kit",
-        str(tmp_path / "nokit"),
-        "--runs",
-        str(runs),
-        "--prefix",
-        str(prefix),
-        "--out",
-        str(out),
-        "--skip-env-check",
-        "--grace-s",
-        "1",
-        "--reserve-s",
-        "0",
-        "--min-run-s",
-        "1",
-    ]
+    common = ["--kit", str(tmp_path / "nokit"), "--runs", str(runs), "--prefix", str(prefix), "--out", str(out)]
+    common += ["--skip-env-check", "--grace-s", "1", "--reserve-s", "0", "--min-run-s", "1"]
 
     first = run_runner(*common, "--budget-s", "7")
     assert "run slow: unfinished" in first.stdout, first.stdout + first.stderr
@@ -310,15 +276,34 @@ def test_budget_cuts_a_run_and_the_next_call_resumes_it(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_dry_run_end_to_end(tmp_path: Path) -> None:
-    prefix, out = tmp_path / "prefix", tmp_path / "out"
-    done = run_runner("--dry-run", "--prefix", str(prefix), "--out", str(out), "--budget-s", "150")
+    """The GPU path on this CPU: a tiny kit (solo-learn's wheel and source, a 3-class ImageFolder)
+    in 40 KiB parts; a first call without one part installs nothing and starts no run, the next
+    brings it, pip installs offline, the tiny list trains and comes back in the archive."""
+    prefix, out, kit, later = tmp_path / "prefix", tmp_path / "out", tmp_path / "kit", tmp_path / "later"
+    manifest = pack.tiny_kit(kit, SOLO)
+    assert len(manifest["parts"]) >= 3 and all(p["bytes"] <= 0.04 * (1 << 20) for p in manifest["parts"])
+    later.mkdir()
+    (kit / "part-001.bin").rename(later / "part-001.bin")
+    # a budget and a timeout that a busy 2-core machine meets (idle, the whole test takes under a minute)
+    common = ["--dry-run", "--kit", str(kit), "--prefix", str(prefix), "--out", str(out), "--budget-s", "450"]
+    first = run_runner(*common, "--skip-env-check", timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "waiting: carry part-001.bin" in first.stdout and "the data is not installed yet" in first.stdout
+    assert json.loads(read_archive(out)["runner.json"])["runs"] == []
+
+    for part in kit.glob("part-*.bin"):
+        part.unlink()
+    (later / "part-001.bin").rename(kit / "part-001.bin")
+    done = run_runner(*common, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     files = read_archive(out)
     report = json.loads(files["runner.json"])
-    assert report["device"] == "cpu" and report["dry_run"] is True
+    assert report["device"] == "cpu" and report["dry_run"] is True and not report["env"].get("failed")
+    (step,) = report["install"]
+    assert step["status"] == "installed" and step["data"] == "tiny"
+    if SOLO.is_dir():  # pip installed solo-learn's wheel, and the runs import it from the kit's site
+        assert step["pip"] == ["solo-learn"] and str(prefix / "site" / "solo") in report["env"]["solo"]
     assert [(r["name"], r["status"], r["exit_code"]) for r in report["runs"]] == [("tiny-mabt", "done", 0)]
-    assert {s["item"]: s["status"] for s in report["install"]}["data.tar.gz"] == "installed"
-    assert report["kit"]["whole_sha256_ok"] is True
     run_files = {Path(name).name for name in files if name.startswith("runs/tiny-mabt/")}
     assert {"args.json", "metrics.csv", "run.json"} <= run_files
     assert not any(name.endswith(".ckpt") for name in files)
@@ -328,15 +313,15 @@ def test_dry_run_end_to_end(tmp_path: Path) -> None:
     # collect.py: the tiny run's row, its step time and throughput from metrics.csv and args.json
     (row,) = collect.rebuild_from(sorted(out.glob("results-*.tar.gz")), tmp_path / "collected")
     assert (row["run"], row["status"], row["epochs"], row["batch"], row["views"]) == ("tiny-mabt", "pass", 1, 8, 4)
-    step = float(row["step_s"])
+    step_s = float(row["step_s"])
     # throughputs are written as whole numbers: equal to batch / step within that rounding, at any speed
-    assert step > 0 and abs(float(row["images_per_s"]) - 8 / step) <= 0.5 + 8 / step * 1e-3
-    assert abs(float(row["views_per_s"]) - 32 / step) <= 0.5 + 32 / step * 1e-3
+    assert step_s > 0 and abs(float(row["images_per_s"]) - 8 / step_s) <= 0.5 + 8 / step_s * 1e-3
+    assert abs(float(row["views_per_s"]) - 32 / step_s) <= 0.5 + 32 / step_s * 1e-3
     assert 0 < float(row["data_wait_fraction"]) < 1 and float(row["peak_memory_mib"]) > 100
     assert row["device"] == "cpu" and row["knn_acc1"] != "" and row["error"] == ""
 
-    again = run_runner("--dry-run", "--prefix", str(prefix), "--out", str(out), "--budget-s", "150", "--skip-env-check")
-    assert "done before" in again.stdout and "run tiny-mabt: done before, skipped" in again.stdout, again.stdout
+    again = run_runner(*common, "--skip-env-check", timeout=600)
+    assert "installed before" in again.stdout and "run tiny-mabt: done before, skipped" in again.stdout, again.stdout
 
 
 def test_collect_refuses_what_is_not_a_runner_archive(tmp_path: Path) -> None:
@@ -476,22 +461,20 @@ def test_bench_pairs_keeps_each_row_when_a_later_pair_is_cut(tmp_path: Path, mon
 
 
 def test_archives_sort_as_the_calls_were_made_and_none_replaces_another(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(results_archive, "CLOCK", runner_call.Clock(60.0))
     prefix, out = tmp_path / "prefix", tmp_path / "out"
     prefix.mkdir()
     now = [0.0]
-    monkeypatch.setattr(results_archive.time, "time", lambda: now[0])
+    monkeypatch.setattr(runner.time, "time", lambda: now[0])
     paths = []
     for call, when in enumerate([1795000000.5, 1795000000.9, 1795000000.9], start=1):  # the last two: one ms
         now[0] = when
-        paths.append(results_archive.write_archive(out, prefix, {"runs": [], "call": call}))
-    stamp = results_archive.time.strftime("%Y%m%d-%H%M%S", results_archive.time.gmtime(1795000000))
+        paths.append(runner.write_archive(out, prefix, {"runs": [], "call": call}))
+    stamp = runner.time.strftime("%Y%m%d-%H%M%S", runner.time.gmtime(1795000000))
     assert [p.name for p in paths] == [
         f"results-{stamp}-500.tar.gz",
         f"results-{stamp}-900.tar.gz",
         f"results-{stamp}-900-2.tar.gz",
     ]
-    assert sorted(p.name for p in paths[:2]) == [p.name for p in paths[:2]]  # a later call sorts after
     with tarfile.open(paths[2]) as tar:
         (member,) = [m for m in tar.getmembers() if m.name.endswith("runner.json")]
         assert json.loads(tar.extractfile(member).read())["call"] == 3
