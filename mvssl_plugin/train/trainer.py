@@ -161,7 +161,7 @@ def narrow_convolutions(model) -> List[str]:
     aborts with "double free or corruption" on its first backward; widths 8 to 64 run, and
     the stem reading the 3 image channels is not affected. Kept while a torch that pyproject.toml
     allows has the bug: the canary in tests/config/test_hardware.py fails once the installed torch
-    runs a 4-channel channels-last backward held to AVX2; the guard can go once every torch of the
+    runs a width-4 narrow ResNet-18's channels-last backward held to AVX2; the guard can go once every torch of the
     range does."""
     return [
         name

@@ -38,22 +38,27 @@ def test_a_width_4_backbone_trains_contiguous_where_channels_last_would_corrupt_
 
 
 CANARY = """import torch
-conv = torch.nn.Conv2d(4, 8, 1).to(memory_format=torch.channels_last)
-x = torch.randn(8, 4, 16, 16).to(memory_format=torch.channels_last)
-for _ in range(3):
-    conv(x).sum().backward()
+from mvssl_plugin.backbones.narrow_resnet import NarrowResNet18
+model = NarrowResNet18(width=4).to(memory_format=torch.channels_last)
+x = torch.randn(8, 3, 32, 32).to(memory_format=torch.channels_last)
+for _ in range(2):
+    model(x).sum().backward()
 """
 
 
 @pytest.mark.slow
 def test_canary_onednn_still_fails_a_narrow_channels_last_backward_held_to_avx2():
     """Why train/trainer.py's narrow_convolutions exists; when this fails, the installed torch no
-    longer has the bug: drop the guard once every torch pyproject.toml allows is past it."""
-    try:
-        done = subprocess.run([sys.executable, "-c", CANARY], env={**os.environ, **AVX2_ONLY}, timeout=60)
-    except subprocess.TimeoutExpired:
-        return  # the bug's other face: the weight gradient spins forever
-    assert done.returncode != 0, f"torch {torch.__version__} ran it: narrow_convolutions may be removable"
+    longer has the bug: drop the guard once every torch pyproject.toml allows is past it. The fault
+    is a memory corruption: it aborted 7 runs of 8 here, so up to 5 tries."""
+    for _ in range(5):
+        try:
+            done = subprocess.run([sys.executable, "-c", CANARY], env={**os.environ, **AVX2_ONLY}, timeout=60)
+        except subprocess.TimeoutExpired:
+            return  # the bug's other face: the weight gradient spins forever
+        if done.returncode != 0:
+            return
+    raise AssertionError(f"torch {torch.__version__} ran it 5 times: narrow_convolutions may be removable")
 
 
 @pytest.mark.slow
