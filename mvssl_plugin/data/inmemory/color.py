@@ -88,7 +88,7 @@ def gaussian_blur(images: torch.Tensor, sigma: Optional[torch.Tensor], kernel: i
 def blur_with_host_kernels(images: torch.Tensor, sigma: torch.Tensor, kernel: int = 23) -> torch.Tensor:
     """:func:`gaussian_blur` with each image's 1-D kernel made on the CPU and sent to the images'
     device without a wait, then kornia's separable filter: what ``gaussian_blur2d`` computes."""
-    from kornia import filters
+    from kornia import filters  # local: kornia for the in-memory format only, as in gaussian_blur
 
     assert bool((sigma > 0).all()), f"sigma must be positive, got {sigma}"  # on the CPU
     kernels = to_device(filters.get_gaussian_kernel1d(kernel, sigma.to(images.dtype).unsqueeze(1)), images.device)
@@ -101,7 +101,7 @@ _KORNIA_BLUR_HOST_CHECK: List[bool] = []
 def kornia_blur_checks_sigma_on_host() -> bool:
     """Whether kornia's ``gaussian_blur2d`` reads a CPU sigma on the CPU only (kornia 0.9), not
     back from the images' device (0.8): tried once on a meta tensor, which holds no values to read."""
-    from kornia import filters
+    from kornia import filters  # local: as in gaussian_blur
 
     if not _KORNIA_BLUR_HOST_CHECK:
         try:
