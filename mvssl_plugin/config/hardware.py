@@ -162,11 +162,28 @@ def cpu_bf16_native() -> Tuple[bool, str]:
     flags = [
         name
         for name, probe in (("amx_bf16", "_is_amx_tile_supported"), ("avx512_bf16", "_is_avx512_bf16_supported"))
-        if getattr(torch.cpu, probe, lambda: False)()
+        # torch's own probe where it has one; torch 2.4 has neither (2.12 has both): the kernel's
+        # CPU flags instead, which torch's probes read too (through cpuinfo). Drop the fallback
+        # once the torch floor has both probes
+        if (getattr(torch.cpu, probe)() if hasattr(torch.cpu, probe) else name in linux_cpu_flags())
     ]
     if not flags:
         return False, "this CPU has neither avx512_bf16 nor amx_bf16: bf16 would be emulated"
     return True, f"this CPU computes bf16 natively ({flags[0]})"
+
+
+def linux_cpu_flags(path: str = "/proc/cpuinfo") -> frozenset:
+    """The CPU's feature flags as the Linux kernel lists them (``flags`` in /proc/cpuinfo); empty
+    where that file is missing or unreadable (not Linux): then no flag is assumed."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() == "flags":
+                    return frozenset(value.split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def cpu_precision() -> Tuple[str, str]:

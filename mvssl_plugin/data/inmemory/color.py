@@ -77,7 +77,39 @@ def gaussian_blur(images: torch.Tensor, sigma: Optional[torch.Tensor], kernel: i
     from kornia import filters  # local: as above
 
     assert sigma is not None, "gaussian_blur draws a sigma per image"
+    if images.device.type != "cpu" and not kornia_blur_checks_sigma_on_host():
+        # kornia 0.8 sends sigma to the images' device and checks it there (a read-back per
+        # call): the same kernels made here on the CPU, sent without a wait, and kornia's own
+        # separable filter. Drop this branch once the kornia floor is 0.9 (it checks on the host)
+        return blur_with_host_kernels(images, sigma, kernel)
     return filters.gaussian_blur2d(images, (kernel, kernel), sigma.unsqueeze(1).expand(-1, 2), "reflect")
+
+
+def blur_with_host_kernels(images: torch.Tensor, sigma: torch.Tensor, kernel: int = 23) -> torch.Tensor:
+    """:func:`gaussian_blur` with each image's 1-D kernel made on the CPU and sent to the images'
+    device without a wait, then kornia's separable filter: what ``gaussian_blur2d`` computes."""
+    from kornia import filters  # local: kornia for the in-memory format only, as in gaussian_blur
+
+    assert bool((sigma > 0).all()), f"sigma must be positive, got {sigma}"  # on the CPU
+    kernels = to_device(filters.get_gaussian_kernel1d(kernel, sigma.to(images.dtype).unsqueeze(1)), images.device)
+    return filters.filter2d_separable(images, kernels, kernels, "reflect")
+
+
+_KORNIA_BLUR_HOST_CHECK: List[bool] = []
+
+
+def kornia_blur_checks_sigma_on_host() -> bool:
+    """Whether kornia's ``gaussian_blur2d`` reads a CPU sigma on the CPU only (kornia 0.9), not
+    back from the images' device (0.8): tried once on a meta tensor, which holds no values to read."""
+    from kornia import filters  # local: as in gaussian_blur
+
+    if not _KORNIA_BLUR_HOST_CHECK:
+        try:
+            filters.gaussian_blur2d(torch.empty(1, 1, 8, 8, device="meta"), (3, 3), torch.ones(1, 2), "reflect")
+            _KORNIA_BLUR_HOST_CHECK.append(True)
+        except (RuntimeError, NotImplementedError):
+            _KORNIA_BLUR_HOST_CHECK.append(False)
+    return _KORNIA_BLUR_HOST_CHECK[0]
 
 
 #: a colour step: (k, 3, H, W) in [0, 1] and its (k,) parameters on the CPU (or None) -> (k, 3, H, W)
