@@ -205,10 +205,10 @@ def solo_keys(kind: str) -> FrozenSet[str]:
     return scan_solo_keys(kind) or frozenset(pinned_solo_keys()[kind])
 
 
-def dropped_by_solo(kind: str, scanned: Optional[FrozenSet[str]] = None) -> FrozenSet[str]:
+def dropped_by_solo(kind: str) -> FrozenSet[str]:
     """Keys solo-learn read at the pinned commit that the installed one no longer reads: a key a
     release moved or removed, which a recipe written for the pin may still set."""
-    return frozenset(pinned_solo_keys()[kind]) - (solo_keys(kind) if scanned is None else scanned)
+    return frozenset(pinned_solo_keys()[kind]) - solo_keys(kind)
 
 
 def method_keys(method_class: Optional[type]) -> Set[str]:

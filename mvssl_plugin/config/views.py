@@ -47,34 +47,38 @@ class ViewCount:
         return self.large + self.small
 
 
+def _from_pipelines(pipelines: Sequence[Any]) -> ViewCount:
+    """The views the pipelines cut, by solo-learn's rule: crops of the first pipeline's size are large."""
+    resolutions: Dict[int, int] = {}
+    for pipeline in pipelines:
+        if select(pipeline, "crop_size") is not None and select(pipeline, "num_crops") is not None:
+            size = int(pipeline.crop_size)
+            resolutions[size] = resolutions.get(size, 0) + int(pipeline.num_crops)
+    first = int(pipelines[0].crop_size) if pipelines else None
+    large = sum(n for size, n in resolutions.items() if size == first)
+    small = sum(n for size, n in resolutions.items() if size != first)
+    return ViewCount(large, small, tuple(resolutions.items()))
+
+
 def views_of(cfg: DictConfig | Mapping[str, Any]) -> ViewCount:
     """The views of a config or a run's args.json (a plain dict): solo-learn's
     ``data.num_large_crops`` / ``num_small_crops`` when set (every solo-learn method reads these,
     and a run's args.json holds them), else counted from the pipelines' ``num_crops``."""
     if not isinstance(cfg, DictConfig):
         cfg = OmegaConf.create({"data": dict(cfg.get("data") or {}), "augmentations": cfg.get("augmentations") or []})
-    pipelines = select(cfg, "augmentations", []) or []
-    resolutions: Dict[int, int] = {}
-    for pipeline in pipelines:
-        if select(pipeline, "crop_size") is not None and select(pipeline, "num_crops") is not None:
-            size = int(pipeline.crop_size)
-            resolutions[size] = resolutions.get(size, 0) + int(pipeline.num_crops)
+    counted = _from_pipelines(select(cfg, "augmentations", []) or [])
     large, small = select(cfg, "data.num_large_crops"), select(cfg, "data.num_small_crops")
     if large is None:
-        first = int(pipelines[0].crop_size) if pipelines else None
-        large = sum(n for size, n in resolutions.items() if size == first)
-        small = sum(n for size, n in resolutions.items() if size != first)
-    return ViewCount(int(large), int(small or 0), tuple(resolutions.items()))
+        return counted
+    return ViewCount(int(large), int(small or 0), counted.per_resolution)
 
 
 def set_crop_counts(cfg: DictConfig) -> None:
     """``data.num_large_crops`` / ``num_small_crops`` from the pipelines, by solo-learn's
     rule (crops of the first pipeline's size are large), so the method checks can run
     before solo-learn's parser does the same."""
-    big = cfg.augmentations[0].crop_size
-    large = sum(int(p.num_crops) for p in cfg.augmentations if p.crop_size == big)
-    cfg.data.num_large_crops = large
-    cfg.data.num_small_crops = sum(int(p.num_crops) for p in cfg.augmentations) - large
+    counted = _from_pipelines(cfg.augmentations)
+    cfg.data.num_large_crops, cfg.data.num_small_crops = counted.large, counted.small
 
 
 #: where :func:`hide_crop_counts` keeps the crop counts while solo-learn's script checks them
