@@ -27,7 +27,9 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from step_clock import commit, quiet, run_setting
+from step_clock import quiet, run_setting
+
+from mvssl_plugin.provenance import commit
 
 #: name: (recipe, A's overrides, B's overrides, whether B takes a fixed batch, max A / B, what it checks)
 PAIRS: Dict[str, tuple] = {
@@ -79,7 +81,7 @@ def time_pair(name: str, common: List[str], fmt: str, steps: int, rounds: int, f
         "b": " ".join(PAIRS[name][2]) + (" (one fixed batch)" if fixed else ""),
         "overrides": " ".join([f"data.format={fmt}", f"data.fraction={fraction:g}"] + common),
         "device": device_name(),
-        "commit": commit(),
+        "commit": (commit() or "unknown")[:7],
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }
 

@@ -13,22 +13,12 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
-
-
-def commit() -> str:
-    """The checkout's short commit, for a row's provenance; ``unknown`` outside a git checkout."""
-    try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    except OSError:
-        return "unknown"
-    return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
 def cifar_root(splits: tuple[str, ...] = ("train", "test")) -> Path:
