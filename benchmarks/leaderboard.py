@@ -75,16 +75,14 @@ from leaderboard_plan import (
     split_lines,
     split_of,
 )
-from leaderboard_records import report_records
+from leaderboard_records import OUT, report_records
 from own_clock import copy_small_files, machine, machine_key, record
 
 from mvssl_plugin.files import read_csv, read_json, write_csv
 from mvssl_plugin.runs import EPOCH_KNN, METRICS, RUN_LOG
 
-OUT = Path(__file__).resolve().parent / "results" / "leaderboard"
 #: the tables live in ``OUT`` (screens.md, records.md, split.md); docs/speedrun.md reads them in prose.
 #: A page given to ``report`` gets a table between these markers
-REPO = Path(__file__).resolve().parents[1]
 START = "<!-- leaderboard screens: made by `python benchmarks/leaderboard.py report` from results/leaderboard -->"
 END = "<!-- end of the leaderboard screens -->"
 SPLIT_START = (
