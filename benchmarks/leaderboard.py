@@ -6,6 +6,8 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py split --method mmcr [--minutes 60 --tail 20]  # a lever at a record's length
     python benchmarks/leaderboard.py split --method mmcr --warmup 3 --peak 1.6e-2  # a warm-up to a higher lr
     python benchmarks/leaderboard.py split --method mmcr --ramp 16 --ramp-end 0.2  # the resolution ramp
+    python benchmarks/leaderboard.py split --method mmcr --minutes 30 --tail 0 --compile  # torch.compile
+    python benchmarks/leaderboard.py precision            # each pick's loss in bf16 and in float32 (leaderboard_precision.py)
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
 
@@ -75,6 +77,7 @@ from leaderboard_plan import (
     split_lines,
     split_of,
 )
+from leaderboard_precision import precision_lines, precision_of, report_precision
 from leaderboard_records import OUT, report_records
 from own_clock import copy_small_files, machine, machine_key, record
 
@@ -108,7 +111,8 @@ def collect(root: Path, out: Path = OUT) -> List[Path]:
     the plans name: into ``out/screens`` the finished screens and the diverged ones (stopped on a
     non-finite loss, before or after a kNN), into ``out/records/<this CPU's machine_key>`` the
     finished records of screened settings (a record's minutes are compared only with records of
-    the same CPU kind), into ``out/split/<machine_key>`` the finished runs of ``split_lines``."""
+    the same CPU kind), into ``out/split/<machine_key>`` the finished runs of ``split_lines``, into
+    ``out/precision/<machine_key>`` those of ``precision_lines``."""
     named = [
         (str(read_json(f / "args.json").get("name")), f) for f in sorted(p.parent for p in root.rglob("args.json"))
     ]
@@ -118,7 +122,7 @@ def collect(root: Path, out: Path = OUT) -> List[Path]:
     for tag, folder in named:
         of = record_of(tag)
         kind = "records" if of and of.tag in screened else "screens" if screen_of(tag) else None
-        kind = kind or ("split" if split_of(tag) else None)
+        kind = kind or ("split" if split_of(tag) else "precision" if precision_of(tag) else None)
         launches = read_json(folder / RUN_LOG, {"launches": []})["launches"]
         finished = bool(launches) and launches[-1].get("finished") and (folder / EPOCH_KNN).is_file()
         diverged = kind == "screens" and diverged_epoch(folder) is not None
@@ -273,6 +277,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                        help="the constant-lr picks only, their lr falling to zero over the last minutes")  # fmt: skip
     lines.add_argument("--loss-fp32", action="store_true",
                        help="the peers' records with their loss in float32, as ours compute theirs")  # fmt: skip
+    both = sub.add_parser("precision", help="each pick's loss in bf16 and in float32, 3 epochs on the split")
+    both.add_argument("--seed", type=int, default=1)
     split = sub.add_parser("split", help="a pick at a record's length on the split: constant lr, then with a tail")
     split.add_argument("--method", required=True, choices=[m.key for m in METHODS if m.ours])
     split.add_argument("--minutes", type=float, default=60.0, help="the training minutes of both runs")
@@ -284,6 +290,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     split.add_argument("--peak", default="", help="the warm-up's constant lr, e.g. 1.6e-2")
     split.add_argument("--ramp", type=int, help="the lever is views from these px, full size by --ramp-end")
     split.add_argument("--ramp-end", type=float, default=0.2, help="the fraction of max_epochs the ramp ends at")
+    split.add_argument("--compile", action="store_true", help="the lever is performance.compile (with --tail 0: "
+                       "read against the constant lr)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.action == "plan":
         for s in edge_screens(read_csv(OUT / "screens.csv")) if args.round == "C" else screens(args.round):
@@ -293,11 +301,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(f"leaderboard: {target}")
     elif args.action == "records":
         print("\n".join(record_lines(read_csv(OUT / "screens.csv"), args.minutes, args.tail, args.loss_fp32)))
+    elif args.action == "precision":
+        print("\n".join(precision_lines(read_csv(OUT / "screens.csv"), args.seed)))
     elif args.action == "split":
         rows = read_csv(OUT / "screens.csv")
-        if args.warmup or args.peak or args.ramp:
+        if args.warmup or args.peak or args.ramp or args.compile:
             ramp = (args.ramp, args.ramp_end) if args.ramp else None
-            print(lever_line(rows, args.method, args.minutes, args.tail, args.seed, args.warmup, args.peak, ramp))
+            lever = lever_line(rows, args.method, args.minutes, args.tail, args.seed, args.warmup, args.peak, ramp, args.compile)
+            print(lever)
         else:
             print("\n".join(split_lines(rows, args.method, args.minutes, args.tail, args.seed)))
     else:
@@ -305,6 +316,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(report_records(), end="")
         if (OUT / "split").is_dir():
             print(report_split(), end="")
+        if (OUT / "precision").is_dir():
+            table = report_precision(OUT, read_csv(OUT / "screens.csv"))
+            (OUT / "precision.md").write_text(table)
+            print(table, end="")
 
 
 if __name__ == "__main__":

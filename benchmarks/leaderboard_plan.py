@@ -152,13 +152,23 @@ def record_of(tag: str) -> Optional[Screen]:
 
 
 def split_tag(
-    screen: Screen, minutes: float, tail: float, seed: int, warmup: float = 0, ramp: Optional[Tuple[int, float]] = None
+    screen: Screen,
+    minutes: float,
+    tail: float,
+    seed: int,
+    warmup: float = 0,
+    ramp: Optional[Tuple[int, float]] = None,
+    compiled: bool = False,
 ) -> str:
     """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20
     (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up;
     ``split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1`` with the ramp ``(16, 0.2)``: views from 16 px,
-    full size by 20% of ``max_epochs``."""
-    words = [*([f"ramp{ramp[0]}by{ramp[1]:g}"] if ramp else []), *([f"warm{warmup:g}"] if warmup else [])]
+    full size by 20% of ``max_epochs``; ``split30-mmcr-adam-8e-3-compile-const-s1`` compiled."""
+    words = [
+        *(["compile"] if compiled else []),
+        *([f"ramp{ramp[0]}by{ramp[1]:g}"] if ramp else []),
+        *([f"warm{warmup:g}"] if warmup else []),
+    ]
     return f"split{minutes:g}-{screen.tag}-{'-'.join([*words, f'tail{tail:g}' if tail else 'const'])}-s{seed}"
 
 
@@ -211,16 +221,21 @@ def lever_line(
     warmup: float = 0,
     peak: str = "",
     ramp: Optional[Tuple[int, float]] = None,
+    compiled: bool = False,
 ) -> str:
     """``tag|arguments`` of a lever at a record's length, read on the split against ``split_lines``'s
-    run with the tail (its ``lever_base``): that run's arguments with a warm-up over the first
-    ``warmup`` training minutes to the constant lr ``peak``, or with views that grow from
-    ``ramp = (start px, end)`` to full size by the fraction ``end`` of ``max_epochs``
-    (``memory.resolution``; the run stops on its clock well before ``max_epochs``)."""
-    if not tail or bool(warmup) != bool(peak) or (peak and float(peak) <= 0) or not (warmup or ramp):
-        raise SystemExit("a lever needs --tail minutes and either --warmup minutes with a --peak lr above zero, "
-                         "or --ramp px (with --ramp-end)")  # fmt: skip
-    base = split_lines(rows, method, minutes, tail, seed)[1]
+    run with the tail (its ``lever_base``; ``--tail 0``: the constant lr's run): that run's arguments
+    with a warm-up over the first ``warmup`` training minutes to the constant lr ``peak``, with
+    views that grow from ``ramp = (start px, end)`` to full size by the fraction ``end`` of
+    ``max_epochs`` (``memory.resolution``; the run stops on its clock well before ``max_epochs``),
+    or compiled (``performance.compile``: its compilation on the training clock, the per-epoch kNN
+    on the eager forward)."""
+    if bool(warmup) != bool(peak) or (peak and float(peak) <= 0) or not (warmup or ramp or compiled) or (
+        (warmup or ramp) and not tail
+    ):
+        raise SystemExit("a lever needs --compile, or --tail minutes and either --warmup minutes with a --peak lr "
+                         "above zero, or --ramp px (with --ramp-end)")  # fmt: skip
+    base = split_lines(rows, method, minutes, tail, seed)[1 if tail else 0]
     tag, _, args = base.partition("|")
     screen = split_of(tag)[0]  # type: ignore[index]
     words = args.split()
@@ -230,7 +245,9 @@ def lever_line(
         words += [f"optimizer.lr={peak}", f"++scheduler.warmup_minutes={warmup:g}"]
     if ramp:
         words += [f"+memory.resolution.start={ramp[0]}", f"+memory.resolution.ramp_end={ramp[1]:g}"]
-    return f"{split_tag(screen, minutes, tail, seed, warmup, ramp)}|{' '.join(words)}"
+    if compiled:
+        words += ["++performance.compile=true"]
+    return f"{split_tag(screen, minutes, tail, seed, warmup, ramp, compiled)}|{' '.join(words)}"
 
 
 def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:

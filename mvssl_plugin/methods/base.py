@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import omegaconf
 import torch
 import torch.distributed as dist
+from lightning.pytorch import Callback
 from solo.methods.base import BaseMethod
 from solo.utils.misc import omegaconf_select
 from torch import nn
@@ -32,6 +33,7 @@ from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, selec
 from mvssl_plugin.config.views import restore_crop_counts, showing_crops, views_of
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
+from mvssl_plugin.methods.compiled import EagerEvaluation, compile_forwards, is_compiled
 from mvssl_plugin.methods.finite_loss import FiniteLoss
 from mvssl_plugin.methods.loss_precision import loss_fp32
 
@@ -73,7 +75,7 @@ class MultiViewMethod(BaseMethod):
             the images (m / world size views each, the same images everywhere).
 
     ``performance.compile: true`` compiles the backbone's and projector's forward with
-    ``torch.compile`` (first steps slower while it compiles).
+    ``torch.compile`` (first steps slower while it compiles; ``methods/compiled.py``).
     """
 
     #: metric name, shared with the matching solo-learn method so curves overlay in wandb
@@ -104,10 +106,7 @@ class MultiViewMethod(BaseMethod):
             kwargs.projector, self.features_dim, kwargs.proj_hidden_dim, kwargs.proj_output_dim
         )
         if select(cfg, "performance.compile", False):
-            # the modules' forward, not the modules: state_dict keys stay as they are, so
-            # checkpoints load into uncompiled models (linear evaluation, kNN)
-            for module in (self.backbone, self.projector):
-                module.forward = torch.compile(module.forward)
+            compile_forwards(self)  # methods/compiled.py: the forwards, so checkpoints load uncompiled
 
     @classmethod
     def defaults(cls) -> Dict[str, Any]:
@@ -187,12 +186,14 @@ class MultiViewMethod(BaseMethod):
         out["z"] = self.projector(out["feats"])
         return out
 
-    def configure_callbacks(self) -> List[FiniteLoss]:
-        """The run's ``FiniteLoss``, where the entry point did not put one first (solo-learn's own
-        scripts): with ``finite_check_every > 1`` it is the only reader of the loss's finiteness."""
-        if any(isinstance(callback, FiniteLoss) for callback in self.trainer.callbacks):
-            return []
-        return [FiniteLoss(self.finite_check_every)]
+    def configure_callbacks(self) -> List[Callback]:
+        """What the entry point adds and solo-learn's own scripts do not: the run's ``FiniteLoss``
+        (with ``finite_check_every > 1`` the only reader of the loss's finiteness) and, compiled,
+        the validation loop on the eager forwards (``methods/compiled.py``)."""
+        present = {type(callback) for callback in self.trainer.callbacks}
+        wanted: List[Callback] = [FiniteLoss(self.finite_check_every)]
+        wanted += [EagerEvaluation()] if is_compiled(self) else []
+        return [callback for callback in wanted if type(callback) not in present]
 
     def check_finite(self, loss: torch.Tensor) -> None:
         """Raises ``FloatingPointError`` at a non-finite loss before it moves the weights, where the

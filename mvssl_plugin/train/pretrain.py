@@ -27,6 +27,7 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
     from solo.methods.base import BaseMethod
 
     from mvssl_plugin.data.solo_names import solo_data_format
+    from mvssl_plugin.methods.compiled import compile_forwards
     from mvssl_plugin.methods.loss_precision import KEY as LOSS_KEY
     from mvssl_plugin.methods.loss_precision import compute_loss_in_float32, loss_fp32
     from mvssl_plugin.train.launch_checks import check_pretrain_cfg
@@ -58,6 +59,10 @@ def build_pretrain_model(cfg: DictConfig, notify=print) -> Tuple[DictConfig, obj
         # solo-learn's own methods compute their loss inside autocast; the key puts it in float32
         names = compute_loss_in_float32(model)
         notify(f"mvssl: {cfg.method}'s loss in float32 ({', '.join(names)}; {LOSS_KEY}=true)")
+    if cfg.method not in PLUGIN_METHODS and select(cfg, "performance.compile", False):
+        # a framework lever, not a method's: solo-learn's built-ins get it as ours do (MultiViewMethod)
+        names = compile_forwards(model)
+        notify(f"mvssl: {cfg.method}'s {' and '.join(names)} compiled (performance.compile=true)")
     return cfg, model
 
 

@@ -450,8 +450,20 @@ def test_the_resolution_ramp_at_a_records_length_is_the_picks_tailed_split_line_
     screen, lever, seed = plans.split_of("split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1")
     assert (screen.tag, lever, seed) == ("mmcr-adam-8e-3", "ramp16by0.2-tail20", "1")
     assert plans.lever_base(lever) == "tail20"
-    with pytest.raises(SystemExit, match="needs --tail minutes"):
+    with pytest.raises(SystemExit, match="or --tail minutes and"):
         plans.lever_line(rows, "mmcr", minutes=60, tail=0, seed=1, ramp=(16, 0.2))
+
+
+def test_compile_at_a_records_length_is_the_picks_constant_lr_split_line_compiled():
+    rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
+    const, _ = plans.split_lines(rows, "mmcr", minutes=30, tail=0, seed=2)
+    compiled = plans.lever_line(rows, "mmcr", minutes=30, tail=0, seed=2, compiled=True)
+    assert compiled.split("|")[0] == "split30-mmcr-adam-8e-3-compile-const-s2"
+    words, base = compiled.split("|")[1].split(), const.split("|")[1].split()
+    assert set(words) - set(base) == {"++performance.compile=true"} and set(base) <= set(words)
+    screen, lever, seed = plans.split_of("split30-mmcr-adam-8e-3-compile-const-s2")
+    assert (screen.tag, lever, seed) == ("mmcr-adam-8e-3", "compile-const", "2")
+    assert plans.lever_base(lever) == "const"  # read against the constant lr's run of its seed
 
 
 def test_a_levers_seeds_sit_together_in_the_split_table_whatever_their_vm_scaled_tags(tmp_path):
