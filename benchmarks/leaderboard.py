@@ -7,7 +7,7 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py split --method mmcr --warmup 3 --peak 1.6e-2  # a warm-up to a higher lr
     python benchmarks/leaderboard.py split --method mmcr --ramp 16 --ramp-end 0.2  # the resolution ramp
     python benchmarks/leaderboard.py split --method mmcr --minutes 30 --tail 0 --compile  # torch.compile
-    python benchmarks/leaderboard.py precision            # each pick's loss in bf16 and in float32 (leaderboard_precision.py)
+    python benchmarks/leaderboard.py precision            # each pick's loss in bf16, then float32 (3 epochs)
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
 
@@ -307,7 +307,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         rows = read_csv(OUT / "screens.csv")
         if args.warmup or args.peak or args.ramp or args.compile:
             ramp = (args.ramp, args.ramp_end) if args.ramp else None
-            lever = lever_line(rows, args.method, args.minutes, args.tail, args.seed, args.warmup, args.peak, ramp, args.compile)
+            lever = lever_line(
+                rows, args.method, args.minutes, args.tail, args.seed, args.warmup, args.peak, ramp, args.compile
+            )
             print(lever)
         else:
             print("\n".join(split_lines(rows, args.method, args.minutes, args.tail, args.seed)))

@@ -230,8 +230,11 @@ def lever_line(
     ``max_epochs`` (``memory.resolution``; the run stops on its clock well before ``max_epochs``),
     or compiled (``performance.compile``: its compilation on the training clock, the per-epoch kNN
     on the eager forward)."""
-    if bool(warmup) != bool(peak) or (peak and float(peak) <= 0) or not (warmup or ramp or compiled) or (
-        (warmup or ramp) and not tail
+    if (
+        bool(warmup) != bool(peak)
+        or (peak and float(peak) <= 0)
+        or not (warmup or ramp or compiled)
+        or ((warmup or ramp) and not tail)
     ):
         raise SystemExit("a lever needs --compile, or --tail minutes and either --warmup minutes with a --peak lr "
                          "above zero, or --ramp px (with --ramp-end)")  # fmt: skip

@@ -6,9 +6,11 @@ The records set ours (loss in float32, as they ship) against solo-learn's method
 autocast, as they ship, unless ``records --loss-fp32``). A pair here runs a pick's record recipe
 for 3 epochs on the split (``data.holdout=5000``, no test set; the screens' length), once with
 ``performance.loss_fp32=false`` and once ``true``, back to back on one CPU, one seed. The report
-sets the difference in holdout kNN after each epoch beside the spread of the same setting's two
-record seeds after the same epoch (their test kNN, on any CPU kind: a curve per epoch does not
-depend on the kind), and the epoch's seconds of the two. ``collect`` copies the pairs into
+sets the difference in holdout kNN after each epoch beside two yardsticks of noise: the spread of
+the same setting's record seeds after the same epoch (their test kNN, on any CPU kind: a curve per
+epoch does not depend on the kind), and the pick's own screen, the same line at the precision
+the method ships with (bf16 for solo-learn's, float32 for ours), seed and split, run before on
+another machine: one arm run twice. And the epoch's seconds of the two. ``collect`` copies the pairs into
 ``precision/<machine_key>``; ``report`` writes precision.md.
 """
 
@@ -96,8 +98,9 @@ def report_precision(out: Path, screens: Sequence[Dict[str, object]]) -> str:
             f"On {model} ({kind.name}), {EPOCHS} epochs on the split, one seed, bf16 then float32 back to back:",
             "",
             "| method | setting | seed | holdout kNN per epoch, loss in bf16 | in float32 | float32 - bf16 after "
-            f"epoch {EPOCHS} | record seeds after epoch {EPOCHS} (test set) | float32's epoch time / bf16's |",
-            "|---|---|---|---|---|---|---|---|",
+            f"epoch {EPOCHS} | record seeds after epoch {EPOCHS} (test set) | its screen, as the method ships "
+            "(the same arm run before) | float32's epoch time / bf16's |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for (method, precision, seed), bf16 in sorted(runs.items()):
             fp32 = runs.get((method, "fp32", seed))
@@ -107,13 +110,19 @@ def report_precision(out: Path, screens: Sequence[Dict[str, object]]) -> str:
             if len(low) < EPOCHS or len(high) < EPOCHS:
                 continue
             setting = chosen[method]
+            screen = next(r for r in screens if r["tag"] == setting)
+            ships = "fp32" if screen_of(setting).method.ours else "bf16"  # type: ignore[union-attr]
+            again = float(screen["holdout_knn"]) - (high if ships == "fp32" else low)[-1]
+            screen_text = f"{float(screen['holdout_knn']):.2f} ({ships}; {again:+.2f})"
             spread = seed_spread(out / "records", setting, EPOCHS - 1)
-            spread_text = "-" if spread is None else f"{spread[0]:.2f} to {spread[1]:.2f} ({spread[1] - spread[0]:.2f} apart)"
+            spread_text = (
+                "-" if spread is None else f"{spread[0]:.2f} to {spread[1]:.2f} ({spread[1] - spread[0]:.2f} apart)"
+            )
             gap = high[-1] - low[-1]
             ratio = _epoch_seconds(fp32) / _epoch_seconds(bf16)
             lines.append(
                 f"| {method} | {setting} | {seed} | {' '.join(f'{v:.2f}' for v in low)} | "
-                f"{' '.join(f'{v:.2f}' for v in high)} | {gap:+.2f} | {spread_text} | {ratio:.2f}x |"
+                f"{' '.join(f'{v:.2f}' for v in high)} | {gap:+.2f} | {spread_text} | {screen_text} | {ratio:.2f}x |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -2,7 +2,8 @@
 achieves against this CPU's peak for the precision it trains in (the arithmetic shown), and which
 oneDNN kernel runs each convolution, forward and backward.
 
-    python benchmarks/step_accounting.py [--steps 20] [--no-kernels]
+    python benchmarks/step_accounting.py [--steps 20] [--no-kernels] [--recipe speedrun_cpu.yaml]
+    python benchmarks/step_accounting.py --against-compiled [--recipe speedrun_cpu.yaml]
 
 The step is the recipe's model alone (``speedrun_mabt_cpu.yaml``: 2 views of 128 CIFAR images at 32 px
 through the width-16 ResNet-18 and the d = 256 projector, channels-last, the recipe's precision
@@ -11,7 +12,11 @@ after 3 warm-up steps: the part of a training step that FLOPs describe. FLOPs ar
 ``torch.utils.flop_counter`` (convolutions and matrix products; BatchNorm, ReLU and Adam are
 memory-bound and not counted); the operators' own time under ``torch.profiler`` shows what those
 take. The kernels come from one step run again in a child process with
-``ONEDNN_VERBOSE=1``. Results for the record: ``results/step_accounting/``.
+``ONEDNN_VERBOSE=1``. ``--against-compiled`` sets the eager step beside the same step with
+``performance.compile`` (its warm-up compiles it first): both timed in alternation, then each
+profiled, its own time grouped by what it does (``CATEGORIES``), to say whether compiling removes
+the memory-bound BatchNorm, ReLU and adds or something else. Results for the record:
+``results/step_accounting/``.
 """
 
 from __future__ import annotations
@@ -179,6 +184,70 @@ def operators(step: RecipeStep, steps: int = 5, top: int = 8) -> List[Tuple[str,
     return sorted(own, key=lambda kv: -kv[1])[:top]
 
 
+#: what an operator of the step does, by words of its profiler name (the first that matches);
+#: the compiled step's fused kernels run inside "CompiledFunction" / "Torch-Compiled Region"
+CATEGORIES = (
+    ("convolutions", ("convolution",)),
+    ("BatchNorm", ("batch_norm",)),
+    ("ReLU", ("relu", "threshold")),
+    ("matrix products (projector)", ("addmm", "aten::mm", "aten::bmm", "linear")),
+    ("Adam", ("adam",)),
+    ("compiled code (fused kernels, guards)", ("compiled", "graph_", "cpp_fused", "inductor", "dynamo")),
+    (
+        "adds, copies and other elementwise",
+        ("add", "copy", "mul", "fill", "zero", "clone", "to_copy", "cat", "pow", "mean", "sum", "div"),
+    ),
+)
+
+
+def category(name: str) -> str:
+    """The ``CATEGORIES`` entry an operator's profiler name falls in ("other" if none)."""
+    lower = name.lower()
+    return next((label for label, words in CATEGORIES if any(w in lower for w in words)), "other")
+
+
+def by_category(step: RecipeStep, steps: int = 5) -> Dict[str, float]:
+    """Milliseconds a step of every operator's own time under torch.profiler, by ``category``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    totals: Dict[str, float] = defaultdict(float)
+    for event in prof.key_averages():
+        totals[category(event.key)] += event.self_cpu_time_total / 1000 / steps
+    return dict(totals)
+
+
+def against_compiled(recipe: str, rounds: int) -> None:
+    """The eager and the compiled step of ``recipe``, timed alternately (medians), then profiled."""
+    eager = recipe_step([], recipe)
+    began = time.perf_counter()
+    compiled = recipe_step(["++performance.compile=true"], recipe)
+    for _ in range(3):  # compiles on the first call (and again where a guard fails)
+        compiled()
+    print(f"compiling and 3 warm-up steps: {time.perf_counter() - began:.1f} s")
+    times: Dict[str, List[float]] = {"eager": [], "compiled": []}
+    for _ in range(rounds):
+        for name, step in (("eager", eager), ("compiled", compiled)):
+            began = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - began)
+    median = {name: statistics.median(t) for name, t in times.items()}
+    print(
+        f"model step, median of {rounds} alternating: eager {median['eager'] * 1000:.1f} ms, compiled "
+        f"{median['compiled'] * 1000:.1f} ms ({median['compiled'] / median['eager']:.2f}x)\n"
+    )
+    parts = {"eager": by_category(eager), "compiled": by_category(compiled)}
+    print("| what (torch.profiler, own time) | eager ms a step | compiled ms a step |")
+    print("|---|---|---|")
+    for label in sorted(set(parts["eager"]) | set(parts["compiled"]), key=lambda k: -parts["eager"].get(k, 0.0)):
+        print(f"| {label} | {parts['eager'].get(label, 0.0):.1f} | {parts['compiled'].get(label, 0.0):.1f} |")
+    print(f"| all | {sum(parts['eager'].values()):.1f} | {sum(parts['compiled'].values()):.1f} |")
+
+
 def adam_paths(step: RecipeStep, rounds: int = 30) -> Dict[str, float]:
     """Median milliseconds of Adam's step alone over the recipe's parameters (random gradients), per
     implementation: torch's loop over tensors (its CPU default), ``foreach`` and ``fused``, interleaved."""
@@ -198,13 +267,13 @@ def adam_paths(step: RecipeStep, rounds: int = 30) -> Dict[str, float]:
     return {name: statistics.median(t) * 1000 for name, t in times.items()}
 
 
-def kernels() -> Dict[Tuple[str, str, str], List[float]]:
+def kernels(recipe: str = "speedrun_mabt_cpu.yaml") -> Dict[Tuple[str, str, str], List[float]]:
     """(pass, oneDNN implementation, problem descriptor) -> the milliseconds of each call, from one
-    step of a child."""
+    step of ``recipe``'s model in a child."""
     env = {**os.environ, "ONEDNN_VERBOSE": "1"}
     code = (
         "import sys; sys.argv = ['x']; import step_accounting as s\n"
-        "step = s.recipe_step()\n"
+        f"step = s.recipe_step([], {recipe!r})\n"
         "step()\n"
         "print('=== measured step', flush=True)\n"
         "step()\n"
@@ -246,12 +315,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--no-kernels", action="store_true", help="skip the ONEDNN_VERBOSE pass")
+    parser.add_argument("--recipe", default="speedrun_mabt_cpu.yaml")
+    parser.add_argument("--against-compiled", action="store_true", help="the eager step beside the compiled one")
     args = parser.parse_args()
     import torch
 
+    if args.against_compiled:
+        facts = cpu_facts()
+        print(f"# {args.recipe}'s step eager and compiled on {facts['model']} (family {facts['family']}), "
+              f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")  # fmt: skip
+        against_compiled(args.recipe, args.steps)
+        return
+
     facts = cpu_facts()
     fp32_peak, bf16_peak, how = peak(facts)
-    step = recipe_step()
+    step = recipe_step([], args.recipe)
     found = account(step, args.steps)
     total = sum(found["by_op"].values())
     precision = "bf16" if found["bf16"] else "fp32"
@@ -281,7 +359,7 @@ def main() -> None:
     print("\nAdam's step alone (median ms of 30, interleaved): " + ", ".join(f"{k} {v:.2f}" for k, v in paths.items()))
     if args.no_kernels:
         return
-    calls = kernels()
+    calls = kernels(args.recipe)
     per_kernel: Dict[Tuple[str, str], List[float]] = defaultdict(list)
     for (kind, impl, _), ms in calls.items():
         per_kernel[(kind, impl)] += ms

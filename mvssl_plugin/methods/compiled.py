@@ -37,7 +37,10 @@ def is_compiled(model: nn.Module) -> bool:
 def compile_forwards(model: nn.Module) -> List[str]:
     """Compiles the forward of the model's backbone and projector in place; returns their names."""
     names = []
-    for name, module in (("backbone", getattr(model, "backbone", None)), ("projector", getattr(model, "projector", None))):
+    for name, module in (
+        ("backbone", getattr(model, "backbone", None)),
+        ("projector", getattr(model, "projector", None)),
+    ):
         if module is None or hasattr(module, _MARK):
             continue
         compiled = torch.compile(module.forward)

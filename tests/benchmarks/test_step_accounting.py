@@ -57,3 +57,18 @@ def test_the_operator_table_ranks_the_steps_aten_operators_by_their_own_time():
     assert len(ops) == 4 and all(n.startswith("aten::") for n in names)
     assert [ms for _, ms in ops] == sorted((ms for _, ms in ops), reverse=True) and ops[-1][1] > 0
     assert "aten::convolution_backward" in names  # 66% of the step's FLOPs: always among the costliest
+
+
+def test_the_profiles_operators_fall_in_what_they_do_compiled_regions_apart():
+    names = {
+        "aten::mkldnn_convolution": "convolutions",
+        "aten::convolution_backward": "convolutions",
+        "aten::native_batch_norm_backward": "BatchNorm",
+        "aten::threshold_backward": "ReLU",
+        "aten::addmm": "matrix products (projector)",  # not an add
+        "aten::_fused_adam_": "Adam",
+        "Torch-Compiled Region: 0/0": "compiled code (fused kernels, guards)",
+        "aten::add_": "adds, copies and other elementwise",
+        "aten::empty_strided": "other",
+    }
+    assert {name: step_accounting.category(name) for name in names} == names

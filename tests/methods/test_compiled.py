@@ -32,7 +32,9 @@ def _stand_in(calls: list):
     return compile
 
 
-@pytest.mark.parametrize(("recipe", "method"), [("mavicreg_cifar.yaml", "mavicreg"), ("mavicreg_cifar_2views_d8192.yaml", "vicreg")])
+@pytest.mark.parametrize(
+    ("recipe", "method"), [("mavicreg_cifar.yaml", "mavicreg"), ("mavicreg_cifar_2views_d8192.yaml", "vicreg")]
+)
 def test_training_runs_the_compiled_forwards_and_the_epoch_knn_the_eager_ones(
     recipe, method, tiny_cifar, tmp_path, monkeypatch, capsys
 ):
