@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers import run_entry, tiny_overrides
 
-from mvssl_plugin.config.hardware import plan_cpu_threads, usable_cores
+from mvssl_plugin.config.hardware import fused_on_cpu, plan_cpu_threads, usable_cores
 from mvssl_plugin.files import read_json
 from mvssl_plugin.runs import ARGS
 
@@ -230,12 +230,14 @@ def test_the_cpu_recipes_ask_for_auto():
         assert compose_recipe(recipe, "pretrain").precision == "auto", recipe
 
 
-def _optimizer_path(**kwargs):
+def _optimizer_path(accelerator: str = "cpu", **kwargs):
     from omegaconf import OmegaConf
 
     from mvssl_plugin.config.hardware import choose_optimizer_path
 
-    cfg = OmegaConf.create({"optimizer": {"name": kwargs.pop("name", "adam"), "kwargs": kwargs}})
+    cfg = OmegaConf.create(
+        {"accelerator": accelerator, "optimizer": {"name": kwargs.pop("name", "adam"), "kwargs": kwargs}}
+    )
     choose_optimizer_path(cfg)
     return OmegaConf.to_container(cfg)
 
@@ -247,9 +249,34 @@ def test_adam_runs_fused_unless_the_user_chose_an_implementation():
     assert given["optimizer"]["kwargs"] == {"foreach": False}
     assert given["performance"]["optimizer_path"] == "foreach=False (as given)"
     lars = _optimizer_path(name="lars", eta=0.02)
-    assert lars == {"optimizer": {"name": "lars", "kwargs": {"eta": 0.02}}}  # solo-learn's LARS: untouched
+    assert lars == {"accelerator": "cpu", "optimizer": {"name": "lars", "kwargs": {"eta": 0.02}}}  # untouched
 
 
+def test_where_torch_has_no_fused_adam_on_the_cpu_a_cpu_run_keeps_torchs_loop(monkeypatch, request):
+    """torch < 2.4 has no fused Adam on the CPU and refuses ``fused=True`` there when solo-learn
+    builds the optimizer: every CPU run with Adam failed under torch 2.2 and 2.3. The stand-in
+    refuses it as those do; a GPU run, and AdamW (not stood in), stay fused."""
+
+    class AdamBefore24(torch.optim.Adam):
+        def __init__(self, params, *args, fused=None, **kwargs):
+            super().__init__(params, *args, fused=fused, **kwargs)
+            if fused and any(p.device.type == "cpu" for group in self.param_groups for p in group["params"]):
+                raise RuntimeError("`fused=True` requires all the params to be ... of supported devices")
+
+    monkeypatch.setattr(torch.optim, "Adam", AdamBefore24)
+    fused_on_cpu.cache_clear()
+    request.addfinalizer(fused_on_cpu.cache_clear)  # the stand-in's answer is not kept
+    cpu = _optimizer_path()
+    assert cpu["optimizer"]["kwargs"] == {}
+    assert "this torch has no fused adam on the CPU" in cpu["performance"]["optimizer_path"]
+    assert _optimizer_path(accelerator="gpu")["optimizer"]["kwargs"] == {"fused": True}
+    assert _optimizer_path(name="adamw")["optimizer"]["kwargs"] == {"fused": True}
+
+
+@pytest.mark.skipif(
+    not fused_on_cpu("adam"),
+    reason="this torch has no fused Adam on the CPU (torch < 2.4)",
+)
 def test_fused_adam_takes_the_same_steps_as_torchs_default_loop():
     """The fused kernel computes Adam's equation as the loop does: a few steps of a small network on a
     fixed batch end at the same weights (float32 rounding). No parameter has a gradient that is only
