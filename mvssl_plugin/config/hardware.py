@@ -184,7 +184,7 @@ def cpu_bf16_native() -> Tuple[bool, str]:
     flags = [
         name
         for name, probe in (("amx_bf16", "_is_amx_tile_supported"), ("avx512_bf16", "_is_avx512_bf16_supported"))
-        # torch's own probe where it has one; torch 2.4 has neither (2.12 has both): the kernel's
+        # torch's own probe where it has one; torch 2.4 and older have neither (2.12 has both): the kernel's
         # CPU flags instead, which torch's probes read too (through cpuinfo). Drop the fallback
         # once the torch floor has both probes
         if (getattr(torch.cpu, probe)() if hasattr(torch.cpu, probe) else name in linux_cpu_flags())

@@ -147,7 +147,7 @@ def test_bf16_is_native_only_where_torch_and_onednn_compute_it(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
-    # raising=False: torch 2.4 has neither probe (the next test covers its fallback)
+    # raising=False: torch 2.4 and older have neither probe (the next test covers its fallback)
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
     found, reason = cpu_bf16_native()
@@ -165,7 +165,7 @@ def test_bf16_is_native_only_where_torch_and_onednn_compute_it(
     ],
 )
 def test_where_torch_has_no_bf16_probes_the_kernels_cpu_flags_say(flags, native, why, monkeypatch):
-    """torch 2.4 lacks torch.cpu._is_avx512_bf16_supported and _is_amx_tile_supported: the
+    """torch 2.4 and older lack torch.cpu._is_avx512_bf16_supported and _is_amx_tile_supported: the
     flags the Linux kernel lists for the CPU decide instead."""
     import torch
 
@@ -243,8 +243,10 @@ def _optimizer_path(accelerator: str = "cpu", **kwargs):
 
 
 def test_adam_runs_fused_unless_the_user_chose_an_implementation():
-    chosen = _optimizer_path()
+    chosen = _optimizer_path(accelerator="gpu")
     assert chosen["optimizer"]["kwargs"] == {"fused": True} and "auto" in chosen["performance"]["optimizer_path"]
+    on_cpu = _optimizer_path()  # fused where this torch has the CPU kernel (torch >= 2.4)
+    assert on_cpu["optimizer"]["kwargs"] == ({"fused": True} if fused_on_cpu("adam") else {})
     given = _optimizer_path(foreach=False)
     assert given["optimizer"]["kwargs"] == {"foreach": False}
     assert given["performance"]["optimizer_path"] == "foreach=False (as given)"
@@ -255,7 +257,7 @@ def test_adam_runs_fused_unless_the_user_chose_an_implementation():
 def test_where_torch_has_no_fused_adam_on_the_cpu_a_cpu_run_keeps_torchs_loop(monkeypatch, request):
     """torch < 2.4 has no fused Adam on the CPU and refuses ``fused=True`` there when solo-learn
     builds the optimizer: every CPU run with Adam failed under torch 2.2 and 2.3. The stand-in
-    refuses it as those do; a GPU run, and AdamW (not stood in), stay fused."""
+    refuses it as those do; a GPU run stays fused, and AdamW (not stood in) gets this torch's answer."""
 
     class AdamBefore24(torch.optim.Adam):
         def __init__(self, params, *args, fused=None, **kwargs):
@@ -270,7 +272,8 @@ def test_where_torch_has_no_fused_adam_on_the_cpu_a_cpu_run_keeps_torchs_loop(mo
     assert cpu["optimizer"]["kwargs"] == {}
     assert "this torch has no fused adam on the CPU" in cpu["performance"]["optimizer_path"]
     assert _optimizer_path(accelerator="gpu")["optimizer"]["kwargs"] == {"fused": True}
-    assert _optimizer_path(name="adamw")["optimizer"]["kwargs"] == {"fused": True}
+    adamw = _optimizer_path(name="adamw")["optimizer"]["kwargs"]
+    assert adamw == ({"fused": True} if fused_on_cpu("adamw") else {})  # this torch's own answer
 
 
 @pytest.mark.skipif(
