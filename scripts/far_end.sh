@@ -4,8 +4,8 @@
 # then the plugin, which must change none of torch, torchvision, lightning or torchmetrics; then
 # the fast tier (pytest -m "not slow") and one epoch of mabt through solo-learn's own main_pretrain.py.
 #   bash scripts/far_end.sh VENV [TORCH TORCHVISION]     # default: the newest pair pip serves here
-#   bash scripts/far_end.sh VENV 2.4.1 0.19.1                        # the oldest end
-#   USER_EXTRA="numpy<2" bash scripts/far_end.sh VENV 2.2.2 0.17.2   # what such a user's venv also holds
+#   USER_EXTRA="numpy<2" bash scripts/far_end.sh VENV 2.2.2 0.17.2   # the oldest end, with the numpy 1
+#                                                                    # such a user's venv holds
 # .ci/run calls it for both ends after the suite; docs/install.md, "Into your own environment".
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -28,9 +28,22 @@ def has_dali() -> bool:
 NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
 
 
+def cpu_autocast_enabled() -> bool:
+    """Whether autocast is on for the CPU. torch >= 2.4 asks per device (``is_autocast_enabled("cpu")``);
+    an older torch's ``is_autocast_enabled`` takes no argument (it answers for CUDA) and has
+    ``is_autocast_cpu_enabled`` for the CPU, deprecated since."""
+    import torch  # local: the only helper that needs torch
+
+    try:
+        return torch.is_autocast_enabled("cpu")
+    except TypeError:  # torch < 2.4
+        return torch.is_autocast_cpu_enabled()
+
+
 __all__ = [
     "NEEDS_DALI",
     "assert_one_line",
+    "cpu_autocast_enabled",
     "has_dali",
     "kill_in_second_epoch",
     "start_entry",

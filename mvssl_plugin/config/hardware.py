@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from typing import Any, Tuple
 
 from omegaconf import DictConfig, OmegaConf
@@ -116,17 +117,36 @@ def finite_check_every(cfg: DictConfig) -> int:
     return int(value)
 
 
-#: torch optimizers that have a fused implementation on the CPU and on CUDA (solo-learn's names)
-FUSED_OPTIMIZERS = ("adam", "adamw")
+#: torch optimizers that have a fused implementation on CUDA, and on the CPU from torch 2.4:
+#: solo-learn's names -> torch.optim's
+FUSED_OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW"}
+
+
+@lru_cache(maxsize=4)
+def fused_on_cpu(name: str) -> bool:
+    """Whether this torch runs optimizer ``name`` (solo-learn's) fused on the CPU: one step of a
+    one-element CPU parameter. Why a probe: torch 2.4 added the CPU kernels, and an older torch
+    refuses ``fused=True`` for CPU parameters when solo-learn builds the optimizer (RuntimeError),
+    which failed every CPU run with Adam under torch 2.2 and 2.3."""
+    import torch  # local: as in device_count
+
+    param = torch.zeros(1, requires_grad=True)
+    param.grad = torch.ones(1)
+    try:
+        getattr(torch.optim, FUSED_OPTIMIZERS[name])([param], fused=True).step()
+    except RuntimeError:
+        return False
+    return True
 
 
 def choose_optimizer_path(cfg: DictConfig) -> None:
     """Adam and AdamW run fused (one kernel over every parameter) unless ``optimizer.kwargs``
-    names ``fused`` or ``foreach``; the choice is kept as ``performance.optimizer_path`` for the
-    start block. Why: torch's default on a CPU is a loop over the parameter tensors, several
-    kernels each; fused, Adam's step over the speedrun model's 70 tensors took half the loop's
-    time on the 2-core EPYC (2.2 against 4.5 ms), about 1% of the whole step (docs/performance.md). The
-    update is the same equation (tested)."""
+    names ``fused`` or ``foreach``, or the run is on a CPU and this torch has no fused kernel
+    there (:func:`fused_on_cpu`; torch's default then); the choice is kept as
+    ``performance.optimizer_path`` for the start block. Why: torch's default on a CPU is a loop
+    over the parameter tensors, several kernels each; fused, Adam's step over the speedrun
+    model's 70 tensors took half the loop's time on the 2-core EPYC (2.2 against 4.5 ms), about
+    1% of the whole step (docs/performance.md). The update is the same equation (tested)."""
     name = str(select(cfg, "optimizer.name", ""))
     if name not in FUSED_OPTIMIZERS:
         return
@@ -134,6 +154,8 @@ def choose_optimizer_path(cfg: DictConfig) -> None:
     given = [key for key in ("fused", "foreach") if key in kwargs]
     if given:
         path = ", ".join(f"{key}={kwargs[key]}" for key in given) + " (as given)"
+    elif select(cfg, "accelerator", "cpu") == "cpu" and not fused_on_cpu(name):
+        path = f"torch's loop (auto: this torch has no fused {name} on the CPU; torch >= 2.4 has)"
     else:
         OmegaConf.update(cfg, "optimizer.kwargs.fused", True, force_add=True)
         path = "fused (auto: one kernel for every parameter)"
@@ -162,7 +184,7 @@ def cpu_bf16_native() -> Tuple[bool, str]:
     flags = [
         name
         for name, probe in (("amx_bf16", "_is_amx_tile_supported"), ("avx512_bf16", "_is_avx512_bf16_supported"))
-        # torch's own probe where it has one; torch 2.4 has neither (2.12 has both): the kernel's
+        # torch's own probe where it has one; torch 2.4 and older have neither (2.12 has both): the kernel's
         # CPU flags instead, which torch's probes read too (through cpuinfo). Drop the fallback
         # once the torch floor has both probes
         if (getattr(torch.cpu, probe)() if hasattr(torch.cpu, probe) else name in linux_cpu_flags())

@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers import run_entry, tiny_overrides
 
-from mvssl_plugin.config.hardware import plan_cpu_threads, usable_cores
+from mvssl_plugin.config.hardware import fused_on_cpu, plan_cpu_threads, usable_cores
 from mvssl_plugin.files import read_json
 from mvssl_plugin.runs import ARGS
 
@@ -147,7 +147,7 @@ def test_bf16_is_native_only_where_torch_and_onednn_compute_it(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
-    # raising=False: torch 2.4 has neither probe (the next test covers its fallback)
+    # raising=False: torch 2.4 and older have neither probe (the next test covers its fallback)
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
     found, reason = cpu_bf16_native()
@@ -165,7 +165,7 @@ def test_bf16_is_native_only_where_torch_and_onednn_compute_it(
     ],
 )
 def test_where_torch_has_no_bf16_probes_the_kernels_cpu_flags_say(flags, native, why, monkeypatch):
-    """torch 2.4 lacks torch.cpu._is_avx512_bf16_supported and _is_amx_tile_supported: the
+    """torch 2.4 and older lack torch.cpu._is_avx512_bf16_supported and _is_amx_tile_supported: the
     flags the Linux kernel lists for the CPU decide instead."""
     import torch
 
@@ -230,26 +230,56 @@ def test_the_cpu_recipes_ask_for_auto():
         assert compose_recipe(recipe, "pretrain").precision == "auto", recipe
 
 
-def _optimizer_path(**kwargs):
+def _optimizer_path(accelerator: str = "cpu", **kwargs):
     from omegaconf import OmegaConf
 
     from mvssl_plugin.config.hardware import choose_optimizer_path
 
-    cfg = OmegaConf.create({"optimizer": {"name": kwargs.pop("name", "adam"), "kwargs": kwargs}})
+    cfg = OmegaConf.create(
+        {"accelerator": accelerator, "optimizer": {"name": kwargs.pop("name", "adam"), "kwargs": kwargs}}
+    )
     choose_optimizer_path(cfg)
     return OmegaConf.to_container(cfg)
 
 
 def test_adam_runs_fused_unless_the_user_chose_an_implementation():
-    chosen = _optimizer_path()
+    chosen = _optimizer_path(accelerator="gpu")
     assert chosen["optimizer"]["kwargs"] == {"fused": True} and "auto" in chosen["performance"]["optimizer_path"]
+    on_cpu = _optimizer_path()  # fused where this torch has the CPU kernel (torch >= 2.4)
+    assert on_cpu["optimizer"]["kwargs"] == ({"fused": True} if fused_on_cpu("adam") else {})
     given = _optimizer_path(foreach=False)
     assert given["optimizer"]["kwargs"] == {"foreach": False}
     assert given["performance"]["optimizer_path"] == "foreach=False (as given)"
     lars = _optimizer_path(name="lars", eta=0.02)
-    assert lars == {"optimizer": {"name": "lars", "kwargs": {"eta": 0.02}}}  # solo-learn's LARS: untouched
+    assert lars == {"accelerator": "cpu", "optimizer": {"name": "lars", "kwargs": {"eta": 0.02}}}  # untouched
 
 
+def test_where_torch_has_no_fused_adam_on_the_cpu_a_cpu_run_keeps_torchs_loop(monkeypatch, request):
+    """torch < 2.4 has no fused Adam on the CPU and refuses ``fused=True`` there when solo-learn
+    builds the optimizer: every CPU run with Adam failed under torch 2.2 and 2.3. The stand-in
+    refuses it as those do; a GPU run stays fused, and AdamW (not stood in) gets this torch's answer."""
+
+    class AdamBefore24(torch.optim.Adam):
+        def __init__(self, params, *args, fused=None, **kwargs):
+            super().__init__(params, *args, fused=fused, **kwargs)
+            if fused and any(p.device.type == "cpu" for group in self.param_groups for p in group["params"]):
+                raise RuntimeError("`fused=True` requires all the params to be ... of supported devices")
+
+    monkeypatch.setattr(torch.optim, "Adam", AdamBefore24)
+    fused_on_cpu.cache_clear()
+    request.addfinalizer(fused_on_cpu.cache_clear)  # the stand-in's answer is not kept
+    cpu = _optimizer_path()
+    assert cpu["optimizer"]["kwargs"] == {}
+    assert "this torch has no fused adam on the CPU" in cpu["performance"]["optimizer_path"]
+    assert _optimizer_path(accelerator="gpu")["optimizer"]["kwargs"] == {"fused": True}
+    adamw = _optimizer_path(name="adamw")["optimizer"]["kwargs"]
+    assert adamw == ({"fused": True} if fused_on_cpu("adamw") else {})  # this torch's own answer
+
+
+@pytest.mark.skipif(
+    not fused_on_cpu("adam"),
+    reason="this torch has no fused Adam on the CPU (torch < 2.4)",
+)
 def test_fused_adam_takes_the_same_steps_as_torchs_default_loop():
     """The fused kernel computes Adam's equation as the loop does: a few steps of a small network on a
     fixed batch end at the same weights (float32 rounding). No parameter has a gradient that is only

@@ -286,6 +286,31 @@ def test_epoch_is_reproducible_and_leaves_the_global_rng_alone():
     assert indexes_of(other_seed) != indexes_of(uninterrupted)
 
 
+def test_a_steps_seed_is_shifted_as_a_python_int_as_numpy_1_needs(monkeypatch):
+    """numpy 1 (what a torch 2.3 or older environment holds) reads a Python int beside a numpy
+    scalar as an int64, and ``uint64 >> int64`` promotes to float64, which has no shift: every
+    in-memory step failed with a TypeError there. The stand-in is a uint64 that follows numpy 1's
+    rule under numpy 2; the seeds must be the same, 63-bit Python ints."""
+
+    class Numpy1Uint64(np.uint64):
+        def __rshift__(self, other):
+            return np.uint64(self) >> (np.int64(other) if isinstance(other, int) else other)
+
+    shipped = np.random.SeedSequence
+
+    class Numpy1Seeds:
+        def __init__(self, entropy):
+            self.seeds = shipped(entropy)
+
+        def generate_state(self, n_words, dtype):
+            return [Numpy1Uint64(word) for word in self.seeds.generate_state(n_words, dtype)]
+
+    expected = [memory_augment.step_seed(7, epoch, 0, step) for epoch in range(3) for step in range(5)]
+    monkeypatch.setattr(np.random, "SeedSequence", Numpy1Seeds)
+    seeds = [memory_augment.step_seed(7, epoch, 0, step) for epoch in range(3) for step in range(5)]
+    assert seeds == expected and all(type(s) is int and 0 <= s < 2**63 for s in seeds)
+
+
 def test_prefetch_cuts_the_next_steps_views_first_and_changes_no_view_step_or_resume_point(monkeypatch):
     """With prefetch, step n + 1's views are cut before step n is handed out (what lets a GPU
     overlap them with the training step), and the batches, their number and an epoch resumed

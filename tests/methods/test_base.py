@@ -9,7 +9,7 @@ import inspect
 
 import pytest
 import torch
-from helpers import solo_shaped_cfg
+from helpers import cpu_autocast_enabled, solo_shaped_cfg
 from lightning.pytorch import Trainer
 from omegaconf import OmegaConf
 from torch.utils.data import DataLoader, Dataset
@@ -154,7 +154,7 @@ def test_the_loss_runs_in_float32_outside_autocast_under_bf16(methods, method):
     inner = model.multiview_loss
 
     def spy(z):
-        seen.append(({v.dtype for v in z}, torch.is_autocast_enabled("cpu")))
+        seen.append(({v.dtype for v in z}, cpu_autocast_enabled()))
         return inner(z)
 
     model.multiview_loss = spy

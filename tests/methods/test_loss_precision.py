@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import solo.methods.vicreg as solo_vicreg
 import torch
+from helpers import cpu_autocast_enabled
 from solo.losses.vicreg import vicreg_loss_func
 
 from mvssl_plugin.cli.config_name import compose_recipe
@@ -20,7 +21,7 @@ def test_in_float32_leaves_autocast_and_casts_half_inputs():
     seen = {}
 
     def loss(a, b, weight=1.0):
-        seen.update(autocast=torch.is_autocast_enabled("cpu"), dtypes=(a.dtype, b.dtype))
+        seen.update(autocast=cpu_autocast_enabled(), dtypes=(a.dtype, b.dtype))
         return (a @ b.T).sum() * weight
 
     a, b = torch.randn(8, 4).bfloat16(), torch.randn(8, 4)
@@ -28,6 +29,24 @@ def test_in_float32_leaves_autocast_and_casts_half_inputs():
         value = in_float32(loss)(a, b=b, weight=2.0)
     assert seen == {"autocast": False, "dtypes": (torch.float32, torch.float32)}
     assert value.dtype == torch.float32
+
+
+def test_the_tests_read_the_cpus_autocast_on_a_torch_before_24(monkeypatch):
+    """torch < 2.4's ``is_autocast_enabled`` takes no device and answers for CUDA (a TypeError
+    with "cpu": the tests that read the CPU's autocast failed under torch 2.2.2); the stand-in has
+    its signature."""
+
+    def is_autocast_enabled() -> bool:
+        return False
+
+    def read() -> bool:  # the stand-in only for the read: torch.autocast itself calls the new signature
+        with monkeypatch.context() as patched:
+            patched.setattr(torch, "is_autocast_enabled", is_autocast_enabled)
+            return cpu_autocast_enabled()
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        inside = read()
+    assert inside and not read()
 
 
 def test_solo_learns_vicreg_loss_differs_in_bf16_and_matches_float32_when_wrapped():
@@ -52,7 +71,7 @@ def _spy(monkeypatch, owner, name, seen: list):
 
     def spy(*args, **kwargs):
         views = [v for a in args for v in (a if isinstance(a, (list, tuple)) else [a]) if isinstance(v, torch.Tensor)]
-        seen.append((torch.is_autocast_enabled("cpu"), views[-1].dtype))
+        seen.append((cpu_autocast_enabled(), views[-1].dtype))
         return shipped(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, spy)

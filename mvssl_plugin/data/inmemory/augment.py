@@ -119,10 +119,10 @@ class BatchAugment:
 
 
 def step_seed(seed: int, epoch: int, rank: int, step: int) -> int:
-    """A well-mixed 63-bit seed for one step's augmentations."""
-    return int(
-        np.random.SeedSequence([int(seed), int(epoch), int(rank), int(step)]).generate_state(2, np.uint64)[0] >> 1
-    )
+    """A well-mixed 63-bit seed for one step's augmentations. Shifted as a Python int: numpy 1
+    reads ``uint64 >> 1`` as uint64 >> int64, which promotes to float64 and has no shift."""
+    state = np.random.SeedSequence([int(seed), int(epoch), int(rank), int(step)]).generate_state(2, np.uint64)
+    return int(state[0]) >> 1
 
 
 #: Largest float batch (bytes) one augmentation call works on: the views of one recipe go
