@@ -319,9 +319,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         if (OUT / "split").is_dir():
             print(report_split(), end="")
         if (OUT / "precision").is_dir():
-            table = report_precision(OUT, read_csv(OUT / "screens.csv"))
-            (OUT / "precision.md").write_text(table)
-            print(table, end="")
+            print(report_precision(OUT, read_csv(OUT / "screens.csv")), end="")
 
 
 if __name__ == "__main__":

@@ -129,4 +129,6 @@ def report_precision(out: Path, screens: Sequence[Dict[str, object]]) -> str:
                 f"{' '.join(f'{v:.2f}' for v in high)} | {gap:+.2f} | {spread_text} | {screen_text} | {ratio:.2f}x |"
             )
         lines.append("")
-    return "\n".join(lines)
+    table = "\n".join(lines)
+    (out / "precision.md").write_text(table)
+    return table

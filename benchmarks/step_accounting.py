@@ -169,10 +169,9 @@ def account(step: RecipeStep, steps: int) -> Dict[str, object]:
     }
 
 
-def operators(step: RecipeStep, steps: int = 5, top: int = 8) -> List[Tuple[str, float]]:
-    """(aten operator, its own milliseconds a step) of the model step under torch.profiler, the
-    ``top`` costliest: where the step goes besides the convolutions (BatchNorm, ReLU, the adds),
-    which matters once AMX makes the convolutions fast."""
+def own_times(step: RecipeStep, steps: int) -> List[Tuple[str, float]]:
+    """(profiler name, its own milliseconds a step) of every operator over ``steps`` steps under
+    torch.profiler, after 3 warm-up steps."""
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(3):
@@ -180,7 +179,14 @@ def operators(step: RecipeStep, steps: int = 5, top: int = 8) -> List[Tuple[str,
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(steps):
             step()
-    own = [(e.key, e.self_cpu_time_total / 1000 / steps) for e in prof.key_averages() if e.key.startswith("aten::")]
+    return [(e.key, e.self_cpu_time_total / 1000 / steps) for e in prof.key_averages()]
+
+
+def operators(step: RecipeStep, steps: int = 5, top: int = 8) -> List[Tuple[str, float]]:
+    """(aten operator, its own milliseconds a step) of the model step under torch.profiler, the
+    ``top`` costliest: where the step goes besides the convolutions (BatchNorm, ReLU, the adds),
+    which matters once AMX makes the convolutions fast."""
+    own = [(key, ms) for key, ms in own_times(step, steps) if key.startswith("aten::")]
     return sorted(own, key=lambda kv: -kv[1])[:top]
 
 
@@ -208,16 +214,9 @@ def category(name: str) -> str:
 
 def by_category(step: RecipeStep, steps: int = 5) -> Dict[str, float]:
     """Milliseconds a step of every operator's own time under torch.profiler, by ``category``."""
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(3):
-        step()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
-            step()
     totals: Dict[str, float] = defaultdict(float)
-    for event in prof.key_averages():
-        totals[category(event.key)] += event.self_cpu_time_total / 1000 / steps
+    for key, ms in own_times(step, steps):
+        totals[category(key)] += ms
     return dict(totals)
 
 

@@ -22,7 +22,6 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import omegaconf
 import torch
 import torch.distributed as dist
-from lightning.pytorch import Callback
 from solo.methods.base import BaseMethod
 from solo.utils.misc import omegaconf_select
 from torch import nn
@@ -33,7 +32,7 @@ from mvssl_plugin.config.values import Rule, apply_rules, boolean, is_int, selec
 from mvssl_plugin.config.views import restore_crop_counts, showing_crops, views_of
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
-from mvssl_plugin.methods.compiled import EagerEvaluation, compile_forwards, is_compiled
+from mvssl_plugin.methods.compiled import compile_forwards
 from mvssl_plugin.methods.finite_loss import FiniteLoss
 from mvssl_plugin.methods.loss_precision import loss_fp32
 
@@ -186,14 +185,12 @@ class MultiViewMethod(BaseMethod):
         out["z"] = self.projector(out["feats"])
         return out
 
-    def configure_callbacks(self) -> List[Callback]:
-        """What the entry point adds and solo-learn's own scripts do not: the run's ``FiniteLoss``
-        (with ``finite_check_every > 1`` the only reader of the loss's finiteness) and, compiled,
-        the validation loop on the eager forwards (``methods/compiled.py``)."""
-        present = {type(callback) for callback in self.trainer.callbacks}
-        wanted: List[Callback] = [FiniteLoss(self.finite_check_every)]
-        wanted += [EagerEvaluation()] if is_compiled(self) else []
-        return [callback for callback in wanted if type(callback) not in present]
+    def configure_callbacks(self) -> List[FiniteLoss]:
+        """The run's ``FiniteLoss``, where the entry point did not put one first (solo-learn's own
+        scripts): with ``finite_check_every > 1`` it is the only reader of the loss's finiteness."""
+        if any(isinstance(callback, FiniteLoss) for callback in self.trainer.callbacks):
+            return []
+        return [FiniteLoss(self.finite_check_every)]
 
     def check_finite(self, loss: torch.Tensor) -> None:
         """Raises ``FloatingPointError`` at a non-finite loss before it moves the weights, where the

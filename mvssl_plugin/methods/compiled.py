@@ -1,80 +1,46 @@
 """``performance.compile``: ``torch.compile`` of a method's backbone and projector, any method
-(ours in ``MultiViewMethod.__init__``, solo-learn's built-ins in ``train/pretrain.py``), and the
-eager view of the same weights beside it.
+(ours in ``MultiViewMethod.__init__``, solo-learn's built-ins in ``train/pretrain.py``), training
+compiled and evaluation eager on the same weights.
 
 Why the forward and not the module: the state_dict's keys stay as they are (no ``_orig_mod.``),
 so checkpoints load into uncompiled models (linear evaluation, kNN, the encoder export).
-Why an eager view: the per-epoch kNN and solo-learn's validation loop run in evaluation mode,
+Why evaluation eager: the per-epoch kNN and solo-learn's validation loop run in evaluation mode,
 where a compiled forward would compile a second graph (BatchNorm's running statistics) for one
-pass an epoch; ``eager_forwards`` (and the ``EagerEvaluation`` callback around the validation
-loop) run the uncompiled forward on the same parameters.
+pass an epoch; the module's mode picks the forward, so every evaluation path is eager without
+knowing about compile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from typing import List
+from collections.abc import Callable
+from typing import Any, List
 
 import torch
-from lightning.pytorch import Callback
 from torch import nn
 
-#: the attribute that marks a module whose forward this module compiled
+#: the attribute that holds a module's compiled forward (and marks it compiled)
 _MARK = "_mvssl_compiled_forward"
 
 
-def compiled_modules(model: nn.Module) -> List[nn.Module]:
-    """The model's backbone and projector (those it has): what ``performance.compile`` compiles."""
-    return [m for m in (getattr(model, "backbone", None), getattr(model, "projector", None)) if m is not None]
+def _by_mode(module: nn.Module, compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """A forward that runs ``compiled`` while ``module`` trains, its class's own forward otherwise."""
+    eager = type(module).forward
 
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        return compiled(*args, **kwargs) if module.training else eager(module, *args, **kwargs)
 
-def is_compiled(model: nn.Module) -> bool:
-    """Whether ``compile_forwards`` compiled any of the model's modules."""
-    return any(hasattr(m, _MARK) for m in compiled_modules(model))
+    return forward
 
 
 def compile_forwards(model: nn.Module) -> List[str]:
-    """Compiles the forward of the model's backbone and projector in place; returns their names."""
+    """Compiles the training forward of the model's backbone and projector in place; returns their names."""
     names = []
-    for name, module in (
-        ("backbone", getattr(model, "backbone", None)),
-        ("projector", getattr(model, "projector", None)),
-    ):
+    for name in ("backbone", "projector"):
+        module = getattr(model, name, None)
         if module is None or hasattr(module, _MARK):
             continue
         compiled = torch.compile(module.forward)
-        module.forward = compiled
         setattr(module, _MARK, compiled)
+        module.forward = _by_mode(module, compiled)
         names.append(name)
     return names
-
-
-@contextmanager
-def eager_forwards(model: nn.Module) -> Iterator[None]:
-    """The class's own (eager) forward of every compiled module for a while, then the compiled one."""
-    modules = [m for m in compiled_modules(model) if hasattr(m, _MARK)]
-    for module in modules:
-        del module.forward  # the instance's attribute: the class's forward shows through
-    try:
-        yield
-    finally:
-        for module in modules:
-            module.forward = getattr(module, _MARK)
-
-
-class EagerEvaluation(Callback):
-    """solo-learn's validation loop (the online classifier's accuracy, the sanity check) on the
-    eager forwards of a compiled model."""
-
-    def __init__(self) -> None:
-        self._stack = ExitStack()
-
-    def on_validation_start(self, trainer, pl_module) -> None:
-        self._stack.enter_context(eager_forwards(pl_module))
-
-    def on_validation_end(self, trainer, pl_module) -> None:
-        self._stack.close()
-
-    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        self._stack.close()

@@ -26,7 +26,6 @@ from mvssl_plugin.data.pipeline import ViewRecipe
 from mvssl_plugin.eval.knn_grid import all_classes_knn
 from mvssl_plugin.eval.time_to_accuracy import stays_at_or_above
 from mvssl_plugin.files import write_csv
-from mvssl_plugin.methods.compiled import eager_forwards
 from mvssl_plugin.runs import EPOCH_KNN
 from mvssl_plugin.train.run_log import RunLog, run_folder
 
@@ -89,8 +88,7 @@ class EpochKNN(Callback):
     def embed(self, pl_module, images: LabelledImages, bf16: bool) -> torch.Tensor:
         """(N, F) backbone features, in the run's precision, on the CPU."""
         feats = []
-        # a compiled model's eager forward: no second compilation for evaluation mode (methods/compiled.py)
-        with eager_forwards(pl_module), torch.autocast(pl_module.device.type, dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(pl_module.device.type, dtype=torch.bfloat16, enabled=bf16):
             for x, _ in self._loader(images):
                 feats.append(pl_module(x.to(pl_module.device))["feats"].float().cpu())
         return torch.cat(feats)

@@ -23,7 +23,6 @@ from mvssl_plugin.config import select, trainer_devices, views_of
 from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.hardware import finite_check_every
 from mvssl_plugin.eval.effective_rank import EffectiveRank
-from mvssl_plugin.methods.compiled import EagerEvaluation, is_compiled
 from mvssl_plugin.methods.finite_loss import FiniteLoss
 from mvssl_plugin.progress import is_terminal
 from mvssl_plugin.registry import beta_slot
@@ -92,8 +91,6 @@ def build_trainer(
     run_log = RunLog()
     # the loss's read-back first: a diverged epoch stops before its kNN, summary and checkpoint
     callbacks, logger = [FiniteLoss(finite_check_every(cfg)), EpochSummary(), run_log], None
-    if is_compiled(model):  # any method's (methods/compiled.py): validation on the eager forwards
-        callbacks.append(EagerEvaluation())
     if epoch_knn is not None:
         epoch_knn.clock = run_log
         callbacks.insert(2, epoch_knn)

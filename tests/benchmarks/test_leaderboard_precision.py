@@ -67,6 +67,7 @@ def test_a_pair_is_read_against_the_record_seeds_spread_after_the_same_epoch(tmp
             True,
         )
     table = precision.report_precision(out, PICKS)
+    assert (out / "precision.md").read_text() == table  # the report writes its page
     (row,) = [line for line in table.splitlines() if line.startswith("| barlow")]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[:5] == ["barlow", "barlow-adam-5e-4", "1", "36.00 41.00 45.00", "37.00 43.00 47.50"]

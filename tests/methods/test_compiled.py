@@ -1,6 +1,7 @@
 """``performance.compile``, as a user turns it on (a recipe and an override, through ``pretrain``):
 the training step runs the compiled forwards of any method, ours and solo-learn's built-ins alike,
-and the per-epoch kNN the eager forward of the same weights (methods/compiled.py)."""
+and every evaluation (the per-epoch kNN, solo-learn's validation loop) the eager forward of the same
+weights (methods/compiled.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from torch import nn
 
 from mvssl_plugin.cli.config_name import compose_recipe
 from mvssl_plugin.files import read_csv
-from mvssl_plugin.methods.compiled import compile_forwards, eager_forwards
+from mvssl_plugin.methods.compiled import compile_forwards
 from mvssl_plugin.runs import EPOCH_KNN
 from mvssl_plugin.synthetic import tiny_overrides
 from mvssl_plugin.train.pretrain import pretrain
@@ -51,7 +52,9 @@ def test_training_runs_the_compiled_forwards_and_the_epoch_knn_the_eager_ones(
         assert "vicreg's backbone and projector compiled (performance.compile=true)" in capsys.readouterr().out
 
 
-def test_the_eager_view_is_the_class_forward_on_the_same_weights_and_the_compiled_one_returns():
+def test_training_runs_the_compiled_forward_and_evaluation_the_class_forward_on_the_same_weights(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(torch, "compile", _stand_in(calls))
     model = nn.Module()
     model.backbone, model.projector = nn.Linear(4, 3), nn.Linear(3, 2)
     keys = list(model.state_dict())
@@ -59,13 +62,10 @@ def test_the_eager_view_is_the_class_forward_on_the_same_weights_and_the_compile
     expected = model.projector(model.backbone(x))
     assert compile_forwards(model) == ["backbone", "projector"]
     assert compile_forwards(model) == []  # compiled once, not a compile of a compiled forward
-    compiled = model.backbone.forward
     assert list(model.state_dict()) == keys  # checkpoints load into uncompiled models
-    with eager_forwards(model):
-        assert model.backbone.forward.__func__ is nn.Linear.forward
-        torch.testing.assert_close(model.projector(model.backbone(x)), expected)
-    assert model.backbone.forward is compiled
-    with pytest.raises(RuntimeError):
-        with eager_forwards(model):
-            raise RuntimeError("an evaluation that fails")
-    assert model.backbone.forward is compiled  # restored on the way out of a failure too
+    model.eval()
+    torch.testing.assert_close(model.projector(model.backbone(x)), expected)
+    assert calls == []  # evaluation: the class's own forward
+    model.train()
+    torch.testing.assert_close(model.projector(model.backbone(x)), expected)
+    assert calls == [("Linear", True), ("Linear", True)]  # training: through the compiled forwards
