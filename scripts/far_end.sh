@@ -19,6 +19,15 @@ SOLO=${SOLO_SNAPSHOT:-../shared/solo-learn}
 say() { printf '[far end] %s\n' "$*"; }
 began=$(date +%s)
 rm -rf "$VENV"
+# the venv takes about 6 GB (torch's CUDA build and its nvidia wheels), and pip unpacks beside it: say
+# early where it lacks room, before anything is installed. One-shot venvs keep nothing in pip's cache.
+mkdir -p "$(dirname "$VENV")"
+free_gb=$(( $(df -Pk "$(dirname "$VENV")" | awk 'NR==2 {print $4}') / 1048576 ))
+say "$free_gb GB free where the venv goes ($(dirname "$VENV"))"
+if [ "$free_gb" -lt "${FAR_END_MIN_GB:-8}" ]; then
+  say "needs about 8 GB free: remove other venvs there, or give a VENV path on a larger disk"; exit 1
+fi
+export PIP_NO_CACHE_DIR=1
 python3 -m venv "$VENV"
 # quiet, less the find-links notes of this workplace's pip configuration
 pip() { "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither" >&2); }
