@@ -7,6 +7,7 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py split --method mmcr --warmup 3 --peak 1.6e-2  # a warm-up to a higher lr
     python benchmarks/leaderboard.py split --method mmcr --ramp 16 --ramp-end 0.2  # the resolution ramp
     python benchmarks/leaderboard.py split --method mmcr --minutes 30 --tail 0 --compile  # torch.compile
+    python benchmarks/leaderboard.py split --method mmcr --ramp 16 --strength 0.5  # + the augmentation's ramp
     python benchmarks/leaderboard.py precision            # each pick's loss in bf16, then float32 (3 epochs)
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
@@ -290,6 +291,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     split.add_argument("--peak", default="", help="the warm-up's constant lr, e.g. 1.6e-2")
     split.add_argument("--ramp", type=int, help="the lever is views from these px, full size by --ramp-end")
     split.add_argument("--ramp-end", type=float, default=0.2, help="the fraction of max_epochs the ramp ends at")
+    split.add_argument("--strength", type=float, help="with --ramp: the augmentation's magnitude at its start, a "
+                       "fraction of the recipe's growing to 1 with the side (read against the ramp alone)")  # fmt: skip
     split.add_argument("--compile", action="store_true", help="the lever is performance.compile (with --tail 0: "
                        "read against the constant lr)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -305,10 +308,19 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print("\n".join(precision_lines(read_csv(OUT / "screens.csv"), args.seed)))
     elif args.action == "split":
         rows = read_csv(OUT / "screens.csv")
-        if args.warmup or args.peak or args.ramp or args.compile:
+        if args.warmup or args.peak or args.ramp or args.compile or args.strength is not None:
             ramp = (args.ramp, args.ramp_end) if args.ramp else None
             lever = lever_line(
-                rows, args.method, args.minutes, args.tail, args.seed, args.warmup, args.peak, ramp, args.compile
+                rows,
+                args.method,
+                args.minutes,
+                args.tail,
+                args.seed,
+                args.warmup,
+                args.peak,
+                ramp,
+                args.compile,
+                args.strength,
             )
             print(lever)
         else:

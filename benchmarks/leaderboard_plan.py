@@ -159,13 +159,17 @@ def split_tag(
     warmup: float = 0,
     ramp: Optional[Tuple[int, float]] = None,
     compiled: bool = False,
+    strength: Optional[float] = None,
 ) -> str:
     """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20
     (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up;
     ``split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1`` with the ramp ``(16, 0.2)``: views from 16 px,
-    full size by 20% of ``max_epochs``; ``split30-mmcr-adam-8e-3-compile-const-s1`` compiled."""
+    full size by 20% of ``max_epochs``; ``split60-mmcr-adam-8e-3-aug0.5-ramp16by0.2-tail20-s1`` with
+    the augmentation's magnitude growing with that ramp from half the recipe's;
+    ``split30-mmcr-adam-8e-3-compile-const-s1`` compiled."""
     words = [
         *(["compile"] if compiled else []),
+        *([f"aug{strength:g}"] if strength is not None else []),
         *([f"ramp{ramp[0]}by{ramp[1]:g}"] if ramp else []),
         *([f"warm{warmup:g}"] if warmup else []),
     ]
@@ -222,14 +226,19 @@ def lever_line(
     peak: str = "",
     ramp: Optional[Tuple[int, float]] = None,
     compiled: bool = False,
+    strength: Optional[float] = None,
 ) -> str:
     """``tag|arguments`` of a lever at a record's length, read on the split against ``split_lines``'s
     run with the tail (its ``lever_base``; ``--tail 0``: the constant lr's run): that run's arguments
     with a warm-up over the first ``warmup`` training minutes to the constant lr ``peak``, with
     views that grow from ``ramp = (start px, end)`` to full size by the fraction ``end`` of
     ``max_epochs`` (``memory.resolution``; the run stops on its clock well before ``max_epochs``),
-    or compiled (``performance.compile``: its compilation on the training clock, the per-epoch kNN
-    on the eager forward)."""
+    with that ramp and the augmentation's magnitude growing with it from ``strength`` of the
+    recipe's (read against the ramp alone), or compiled (``performance.compile``: its compilation on
+    the training clock, the per-epoch kNN on the eager forward)."""
+    if strength is not None and (not ramp or not 0 <= strength < 1):
+        raise SystemExit(f"--strength {strength:g}: the augmentation's magnitude at the ramp's start, a fraction "
+                         "in [0, 1), with --ramp px")  # fmt: skip
     if (
         bool(warmup) != bool(peak)
         or (peak and float(peak) <= 0)
@@ -248,9 +257,11 @@ def lever_line(
         words += [f"optimizer.lr={peak}", f"++scheduler.warmup_minutes={warmup:g}"]
     if ramp:
         words += [f"+memory.resolution.start={ramp[0]}", f"+memory.resolution.ramp_end={ramp[1]:g}"]
+    if strength is not None:
+        words += [f"+memory.resolution.strength_start={strength:g}"]
     if compiled:
         words += ["++performance.compile=true"]
-    return f"{split_tag(screen, minutes, tail, seed, warmup, ramp, compiled)}|{' '.join(words)}"
+    return f"{split_tag(screen, minutes, tail, seed, warmup, ramp, compiled, strength)}|{' '.join(words)}"
 
 
 def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:

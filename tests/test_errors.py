@@ -38,6 +38,11 @@ CASES = [
         {"data.format": "memory", "+memory.resolution.start": 16, "+memory.resolution.ramp_end": 0},
         "ramp_start < ramp_end",
     ),
+    (
+        "mabt_cifar.yaml",
+        {"data.format": "memory", "+memory.resolution.start": 16, "+memory.resolution.strength_start": 2},
+        r"strength_start=2: .*a fraction from 0 to 1",
+    ),
     ("mabt_cifar.yaml", {"+memory.resolution.start": 16}, "memory.resolution is set, but data.format=image_folder"),
     ("mabt_cifar.yaml", {"optimizer.batch_size": 1}, "optimizer.batch_size=1"),
     ("mabt_cifar.yaml", {"optimizer.batch_size": 64}, "fewer than optimizer.batch_size=64"),

@@ -56,6 +56,7 @@ PLUGIN_KEYS = (
     "memory.resolution.ramp_start",
     "memory.resolution.ramp_end",
     "memory.resolution.multiple",
+    "memory.resolution.strength_start",
     "performance.compile",
     "performance.disable_channel_last",
     "performance.loss_fp32",

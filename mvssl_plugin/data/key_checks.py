@@ -113,7 +113,8 @@ def check_inmemory_options(cfg: DictConfig) -> None:
 def check_resolution(cfg: DictConfig) -> None:
     """``memory.resolution``: ``start`` a side in pixels up to the largest pipeline's
     ``crop_size``; ``ramp_start`` < ``ramp_end``, fractions of the run's epochs; ``multiple``
-    an integer >= 1 (:class:`mvssl_plugin.data.resolution.ResolutionRamp`)."""
+    an integer >= 1; ``strength_start`` a fraction in [0, 1]
+    (:class:`mvssl_plugin.data.resolution.ResolutionRamp`)."""
     if select(cfg, "memory.resolution") is None:
         return
     start = select(cfg, "memory.resolution.start")
@@ -130,6 +131,12 @@ def check_resolution(cfg: DictConfig) -> None:
             "with 0 <= ramp_start < ramp_end <= 1 (the side grows from start to the full size between them)"
         )
     require(cfg, "memory.resolution.multiple", count, "must be an integer >= 1 (sides are multiples of it)")
+    strength = select(cfg, "memory.resolution.strength_start", 1.0)
+    if not is_number(strength) or not 0 <= strength <= 1:
+        raise ConfigError(
+            f"memory.resolution.strength_start={strength!r}: the augmentation's magnitude at the start side, a "
+            "fraction from 0 to 1 of the recipe's (1, the default, keeps the recipe's throughout)"
+        )
 
 
 def check_data(cfg: DictConfig) -> None:

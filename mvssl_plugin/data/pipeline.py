@@ -7,6 +7,7 @@ Kept apart from the loaders so that a format imports none of the others' depende
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Tuple
 
@@ -57,6 +58,23 @@ class ViewRecipe:
             flip_prob=float(aug.horizontal_flip.prob),
             mean=mean,
             std=std,
+        )
+
+    def at_strength(self, strength: float) -> ViewRecipe:
+        """This recipe with its augmentation's magnitude scaled by ``strength`` in [0, 1]: the
+        colour jitter's brightness, contrast, saturation and hue by ``strength``, and the random
+        crop's smallest area moved toward its largest (``max - strength * (max - min)``: 0 keeps
+        only the largest crops). How often each step fires (its probability) is unchanged."""
+        if strength == 1.0:
+            return self
+        low, high = self.scale
+        return dataclasses.replace(
+            self,
+            scale=(high - strength * (high - low), high),
+            brightness=self.brightness * strength,
+            contrast=self.contrast * strength,
+            saturation=self.saturation * strength,
+            hue=self.hue * strength,
         )
 
 

@@ -14,6 +14,16 @@ last epoch is at t = 1, so it always trains at the full size; a 1-epoch run is a
 
 rounded to the nearest multiple of ``multiple``; every other pipeline (small views) is scaled
 by the same ``side / full``.
+
+With ``strength_start`` s0 < 1 the augmentation's magnitude grows with the side (the "matching
+progressive augmentation magnitude and image resolution" of Kocyigit, Hospedales and Bilen,
+WACV 2023, arXiv 2212.05611; EfficientNetV2's progressive learning before it): small, early
+views are augmented more gently, and the full side gets the recipe's own magnitude::
+
+    strength(side) = s0 + (1 - s0) * (side - start) / (full - start)
+
+read off the side actually trained, so each side has one magnitude
+(:meth:`~mvssl_plugin.data.pipeline.ViewRecipe.at_strength` says what it scales).
 """
 
 from __future__ import annotations
@@ -32,6 +42,8 @@ class ResolutionRamp:
         ramp_start: fraction of the run's epochs where the side starts to grow, in [0, 1).
         ramp_end: fraction where it reaches ``full``, in (ramp_start, 1].
         multiple: sides are multiples of this (8 on CIFAR: 16, 24, 32).
+        strength_start: the augmentation's magnitude at ``start``, a fraction in [0, 1] of the
+            recipe's; it grows with the side to 1 at ``full`` (1: the recipe's throughout).
     """
 
     start: int
@@ -39,6 +51,7 @@ class ResolutionRamp:
     ramp_start: float = 0.0
     ramp_end: float = 0.75
     multiple: int = 8
+    strength_start: float = 1.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.start <= self.full:
@@ -47,6 +60,8 @@ class ResolutionRamp:
             raise ValueError(f"ramp ({self.ramp_start}, {self.ramp_end}): need 0 <= ramp_start < ramp_end <= 1")
         if self.multiple < 1:
             raise ValueError(f"multiple={self.multiple}: must be >= 1")
+        if not 0.0 <= self.strength_start <= 1.0:
+            raise ValueError(f"strength_start={self.strength_start}: must be a fraction in [0, 1]")
 
     def side(self, epoch: int, epochs: int) -> int:
         """The largest pipeline's side (pixels) during ``epoch`` (0-based) of ``epochs``."""
@@ -54,6 +69,14 @@ class ResolutionRamp:
         grown = min(1.0, max(0.0, (t - self.ramp_start) / (self.ramp_end - self.ramp_start)))
         raw = self.start + (self.full - self.start) * grown
         return int(min(self.full, max(self.start, self.multiple * round(raw / self.multiple))))
+
+    def strength(self, side: int) -> float:
+        """The augmentation's magnitude at ``side`` px, a fraction of the recipe's (the module
+        docstring's equation; 1 at the full side)."""
+        if self.full == self.start:
+            return 1.0
+        grown = min(1.0, max(0.0, (side - self.start) / (self.full - self.start)))
+        return self.strength_start + (1.0 - self.strength_start) * grown
 
     def sides(self, epochs: int) -> List[int]:
         """Every epoch's side, in order."""

@@ -454,6 +454,21 @@ def test_the_resolution_ramp_at_a_records_length_is_the_picks_tailed_split_line_
         plans.lever_line(rows, "mmcr", minutes=60, tail=0, seed=1, ramp=(16, 0.2))
 
 
+def test_the_augmentations_ramp_is_read_against_the_resolution_ramp_alone():
+    rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
+    ramp = plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=1, ramp=(16, 0.2))
+    both = plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=1, ramp=(16, 0.2), strength=0.5)
+    assert both.split("|")[0] == "split60-mmcr-adam-8e-3-aug0.5-ramp16by0.2-tail20-s1"
+    words, base = both.split("|")[1].split(), ramp.split("|")[1].split()
+    assert set(words) - set(base) == {"+memory.resolution.strength_start=0.5"} and set(base) <= set(words)
+    screen, lever, seed = plans.split_of(both.split("|")[0])
+    assert (screen.tag, lever, seed) == ("mmcr-adam-8e-3", "aug0.5-ramp16by0.2-tail20", "1")
+    assert plans.lever_base(lever) == "ramp16by0.2-tail20"  # the ramp's own split run
+    for strength, ramp_ in ((0.5, None), (1.0, (16, 0.2))):
+        with pytest.raises(SystemExit, match="a fraction in \\[0, 1\\), with --ramp px"):
+            plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=1, ramp=ramp_, strength=strength)
+
+
 def test_compile_at_a_records_length_is_the_picks_constant_lr_split_line_compiled():
     rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
     const, _ = plans.split_lines(rows, "mmcr", minutes=30, tail=0, seed=2)

@@ -25,7 +25,7 @@ from mvssl_plugin.data.inmemory.cache import check_fits, decode_to_uint8, memory
 from mvssl_plugin.data.inmemory.color import shift_hue
 from mvssl_plugin.data.inmemory.eval_loaders import MemoryEvalLoader, probe_memory_loaders, probe_recipes
 from mvssl_plugin.data.inmemory.loader import MemoryMultiViewLoader
-from mvssl_plugin.data.inmemory.pretrain import pretrain_memory_loader
+from mvssl_plugin.data.inmemory.pretrain import describe_ramp, pretrain_memory_loader
 from mvssl_plugin.data.pipeline import ViewRecipe
 from mvssl_plugin.data.resolution import ResolutionRamp
 from mvssl_plugin.errors import ConfigError, DataError
@@ -117,6 +117,43 @@ def test_resolution_ramp_cuts_each_epochs_views_at_its_side_and_scales_small_vie
         loader(resolution=ResolutionRamp(start=16, full=32))
     with pytest.raises(ValueError, match="ends at 24 px, the largest recipe is 32 px"):
         loader(recipes=recipes, resolution=ResolutionRamp(start=16, full=24), epochs=3)
+
+
+def test_the_augmentations_magnitude_grows_with_the_side_and_the_last_epoch_is_the_recipes():
+    recipes = [cifar_recipe(num_crops=2), cifar_recipe(crop_size=16, num_crops=1, scale=(0.05, 0.14))]
+    ramp = ResolutionRamp(start=16, full=32, strength_start=0.0)
+    data = loader(n=16, recipes=recipes, resolution=ramp, epochs=3)
+    first, middle, last = (data.augments_at(epoch) for epoch in range(3))
+    # epoch 0, 16 px: no jitter amplitude, only the largest crops; the small views scale alike
+    large, small = (augment.recipe for augment, _ in first)
+    assert (large.crop_size, large.scale, large.brightness, large.hue) == (16, (1.0, 1.0), 0.0, 0.0)
+    assert (small.crop_size, small.scale, small.saturation) == (8, (0.14, 0.14), 0.0)
+    # epoch 1, 24 px: half the way, so half the magnitude (cifar_recipe: brightness 0.4, crops 0.08-1)
+    large = middle[0][0].recipe
+    assert (large.crop_size, large.brightness) == (24, pytest.approx(0.2)) and large.scale == pytest.approx((0.54, 1.0))
+    assert last is data.augments  # the full side: the recipe as the YAML says
+    # a magnitude of 0 leaves each colour as it was (grayscale off); the full side's jitter does not
+    colours = torch.from_numpy(np.random.default_rng(3).integers(0, 256, (16, 3, 1, 1), dtype=np.uint8))
+    solid = MemoryMultiViewLoader(
+        colours.expand(16, 3, 32, 32).contiguous(), torch.zeros(16), [cifar_recipe(grayscale_prob=0.0)], 8,
+        resolution=ramp, epochs=3,
+    )  # fmt: skip
+    mean, std = torch.tensor(CIFAR_MEAN).view(1, 3), torch.tensor(CIFAR_STD).view(1, 3)
+    for epoch, unchanged in ((0, True), (2, False)):
+        solid.sampler.set_epoch(epoch)
+        index, views, _ = next(iter(solid))
+        expected = (colours[index].view(8, 3).float() / 255 - mean) / std
+        assert all(torch.allclose(v, expected.view(8, 3, 1, 1).expand_as(v), atol=1e-5) == unchanged for v in views)
+
+
+def test_the_start_line_says_each_side_and_its_magnitude_only_when_it_moves():
+    plain, gentle = ResolutionRamp(start=16, full=32), ResolutionRamp(start=16, full=32, strength_start=0.25)
+    assert describe_ramp(plain, 5) == (
+        "views grow from 16 to 32 px (memory.resolution): 16 px in epoch 0, 24 px in epochs 1-2, 32 px in epochs 3-4"
+    )
+    assert describe_ramp(gentle, 2).endswith(
+        "16 px at 0.25 of the augmentation in epoch 0, 32 px at 1.00 of the augmentation in epoch 1"
+    )
 
 
 def test_normalization_is_exact_on_solid_colours():
@@ -675,7 +712,9 @@ def test_main_pretrain_trains_with_a_resolution_ramp_and_says_its_sides(tiny_cif
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # conftest's one_thread, shadowed by this module's
 
     extra = {"data.format": "memory", "max_epochs": 2, "+memory.resolution.start": 16}
+    extra["+memory.resolution.strength_start"] = 0.5  # the augmentation's magnitude grows with the side
     run = run_entry("main_pretrain.py", pretrain_args(tiny_cifar, tmp_path / "runs", **extra), tmp_path)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "mvssl: views grow from 16 to 32 px (memory.resolution): 16 px in epoch 0, 32 px in epoch 1" in run.stdout
+    said = "16 px at 0.50 of the augmentation in epoch 0, 32 px at 1.00 of the augmentation in epoch 1"
+    assert f"mvssl: views grow from 16 to 32 px (memory.resolution): {said}" in run.stdout
     assert len(list((tmp_path / "runs" / "mabt").glob("*/*ep=1.ckpt"))) == 1

@@ -1,5 +1,6 @@
 """The resolution ramp: the side per epoch is the docstring's equation, grows monotonically to
-the full size by the last epoch, and refuses settings it cannot honour."""
+the full size by the last epoch, and refuses settings it cannot honour; the augmentation's
+magnitude grows with the side when asked."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from mvssl_plugin.data.pipeline import ViewRecipe
 from mvssl_plugin.data.resolution import ResolutionRamp, full_side, scaled_side
 
 
@@ -48,6 +50,8 @@ def test_cost_is_the_pixel_fraction():
         ({"ramp_start": 0.8, "ramp_end": 0.5}, "ramp_start < ramp_end"),
         ({"ramp_end": 1.5}, "ramp_end <= 1"),
         ({"multiple": 0}, "multiple=0"),
+        ({"strength_start": 1.5}, "strength_start=1.5"),
+        ({"strength_start": -0.1}, "strength_start=-0.1"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, message):
@@ -65,3 +69,29 @@ def test_small_views_scale_with_the_largest():
     assert scaled_side(16, largest=16, full=32) == 8
     assert scaled_side(24, largest=24, full=32) == 18
     assert scaled_side(2, largest=8, full=32) == 1  # never below a pixel
+
+
+def test_strength_grows_with_the_side_trained_to_the_recipes_at_the_full_side():
+    ramp = ResolutionRamp(start=16, full=32, strength_start=0.5)
+    # 0.5 + 0.5 * (side - 16) / 16, read off the rounded sides 16, 24, 32 of a 3-epoch run
+    assert [ramp.strength(side) for side in ramp.sides(3)] == [0.5, 0.75, 1.0]
+    assert ResolutionRamp(start=16, full=32).strength(16) == 1.0  # the default keeps the recipe's
+    assert ResolutionRamp(start=32, full=32, strength_start=0.0).strength(32) == 1.0  # no ramp, no change
+
+
+def test_a_recipe_at_a_strength_scales_the_jitter_and_narrows_the_crop_toward_its_largest():
+    recipe = ViewRecipe(
+        crop_size=32, num_crops=2, rrc=True, scale=(0.08, 1.0), jitter_prob=0.8, brightness=0.4, contrast=0.4,
+        saturation=0.2, hue=0.1, grayscale_prob=0.2, blur_prob=0.0, solarization_prob=0.1, equalization_prob=0.0,
+        flip_prob=0.5, mean=(0.5, 0.5, 0.5), std=(0.2, 0.2, 0.2),
+    )  # fmt: skip
+    half = recipe.at_strength(0.5)
+    assert half.scale == pytest.approx((0.54, 1.0))  # 1 - 0.5 * 0.92
+    assert (half.brightness, half.contrast, half.saturation, half.hue) == pytest.approx((0.2, 0.2, 0.1, 0.05))
+    # how often each step fires, and everything else, as the recipe says
+    unchanged = ("crop_size", "num_crops", "jitter_prob", "grayscale_prob", "solarization_prob", "flip_prob", "mean")
+    assert all(getattr(half, k) == getattr(recipe, k) for k in unchanged)
+    assert recipe.at_strength(0.0).scale == (1.0, 1.0) and recipe.at_strength(0.0).hue == 0.0
+    assert recipe.at_strength(1.0) is recipe
+    small = ViewRecipe(**{**recipe.__dict__, "crop_size": 16, "scale": (0.05, 0.14)})
+    assert small.at_strength(0.5).scale == pytest.approx((0.095, 0.14))  # stays a valid range for small crops

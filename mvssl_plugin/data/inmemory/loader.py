@@ -104,15 +104,18 @@ class MemoryMultiViewLoader:
         return self.full if self.resolution is None else self.resolution.side(epoch, int(self.epochs or 1))
 
     def augments_at(self, epoch: int) -> List[Tuple[BatchAugment, int]]:
-        """(augmentation, views) per pipeline for ``epoch``'s side (built once per side)."""
+        """(augmentation, views) per pipeline for ``epoch``'s side, at the ramp's magnitude for
+        that side (built once per side)."""
         side = self.side(epoch)
-        if side == self.full:
+        if side == self.full or self.resolution is None:
             return self.augments
         if side not in self._augments_by_side:
-            self._augments_by_side[side] = [
-                (BatchAugment(dataclasses.replace(r, crop_size=scaled_side(r.crop_size, side, self.full))), r.num_crops)
+            strength = self.resolution.strength(side)
+            recipes = [
+                dataclasses.replace(r.at_strength(strength), crop_size=scaled_side(r.crop_size, side, self.full))
                 for r in self.recipes
             ]
+            self._augments_by_side[side] = [(BatchAugment(r), r.num_crops) for r in recipes]
         return self._augments_by_side[side]
 
     def __len__(self) -> int:

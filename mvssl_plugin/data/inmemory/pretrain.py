@@ -21,7 +21,9 @@ def describe_ramp(ramp: ResolutionRamp, epochs: int) -> str:
     sides, spans = ramp.sides(epochs), []
     for side in dict.fromkeys(sides):
         at = [e for e, s in enumerate(sides) if s == side]
-        spans.append(f"{side} px in epoch{'s' if len(at) > 1 else ''} {at[0]}{f'-{at[-1]}' if len(at) > 1 else ''}")
+        strength = f" at {ramp.strength(side):.2f} of the augmentation" if ramp.strength_start < 1 else ""
+        epochs_at = f"epoch{'s' if len(at) > 1 else ''} {at[0]}{f'-{at[-1]}' if len(at) > 1 else ''}"
+        spans.append(f"{side} px{strength} in {epochs_at}")
     return f"views grow from {ramp.start} to {ramp.full} px (memory.resolution): " + ", ".join(spans)
 
 
@@ -37,6 +39,7 @@ def resolution_ramp(cfg: DictConfig) -> Optional[ResolutionRamp]:
         ramp_start=float(OmegaConf.select(cfg, "memory.resolution.ramp_start", default=0.0)),
         ramp_end=float(OmegaConf.select(cfg, "memory.resolution.ramp_end", default=0.75)),
         multiple=int(OmegaConf.select(cfg, "memory.resolution.multiple", default=8)),
+        strength_start=float(OmegaConf.select(cfg, "memory.resolution.strength_start", default=1.0)),
     )
 
 
