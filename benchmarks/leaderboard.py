@@ -310,19 +310,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         rows = read_csv(OUT / "screens.csv")
         if args.warmup or args.peak or args.ramp or args.compile or args.strength is not None:
             ramp = (args.ramp, args.ramp_end) if args.ramp else None
-            lever = lever_line(
-                rows,
-                args.method,
-                args.minutes,
-                args.tail,
-                args.seed,
-                args.warmup,
-                args.peak,
-                ramp,
-                args.compile,
-                args.strength,
-            )
-            print(lever)
+            print(
+                lever_line(
+                    rows, args.method, args.minutes, args.tail, args.seed,
+                    warmup=args.warmup, peak=args.peak, ramp=ramp, compiled=args.compile, strength=args.strength,
+                )
+            )  # fmt: skip
         else:
             print("\n".join(split_lines(rows, args.method, args.minutes, args.tail, args.seed)))
     else:

@@ -113,10 +113,11 @@ def report_precision(out: Path, screens: Sequence[Dict[str, object]]) -> str:
                 continue
             setting = chosen[method]
             screen = next(r for r in screens if r["tag"] == setting)
-            ships = "fp32" if screen_of(setting).method.ours else "bf16"  # type: ignore[union-attr]
-            again = float(screen["holdout_knn"]) - (high if ships == "fp32" else low)[-1]
-            screen_text = f"{float(screen['holdout_knn']):.2f} ({ships}; {again:+.2f})"
-            if seed != SCREEN_SEED:  # the screens ran one seed: another seed's arm is not a rerun of it
+            if seed == SCREEN_SEED:
+                ships = "fp32" if screen_of(setting).method.ours else "bf16"  # type: ignore[union-attr]
+                again = float(screen["holdout_knn"]) - (high if ships == "fp32" else low)[-1]
+                screen_text = f"{float(screen['holdout_knn']):.2f} ({ships}; {again:+.2f})"
+            else:  # the screens ran one seed: another seed's arm is not a rerun of it
                 screen_text = f"- (the screens ran seed {SCREEN_SEED})"
             spread = seed_spread(out / "records", setting, EPOCHS - 1)
             spread_text = (

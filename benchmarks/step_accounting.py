@@ -319,14 +319,13 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
+    facts = cpu_facts()
     if args.against_compiled:
-        facts = cpu_facts()
         print(f"# {args.recipe}'s step eager and compiled on {facts['model']} (family {facts['family']}), "
               f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")  # fmt: skip
         against_compiled(args.recipe, args.steps)
         return
 
-    facts = cpu_facts()
     fp32_peak, bf16_peak, how = peak(facts)
     step = recipe_step([], args.recipe)
     found = account(step, args.steps)
