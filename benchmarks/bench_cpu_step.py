@@ -33,11 +33,12 @@ clock is /proc/cpuinfo's). Data, loss and Lightning count as time but not as FLO
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import tempfile
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,6 +56,8 @@ SETTINGS = (
     ("bf16 channels-last, foreach Adam", ["precision=bf16-mixed", "+optimizer.kwargs.foreach=true"]),
     # the backbone's and projector's forward under torch.compile (inductor)
     ("bf16 channels-last, compiled", ["precision=bf16-mixed", "performance.compile=true"]),
+    # a wider first stage (issue 94): 16 channels half-fill an AMX tile row of 32 bf16 values
+    ("bf16 channels-last, first stage 32 wide", ["precision=bf16-mixed", "+backbone.kwargs.first_stage_width=32"]),
 )
 
 #: label: the child's environment, for the runtimes' levers (issue 94); only with --isolate, whose
@@ -71,6 +74,16 @@ for _path in ALLOCATORS:
         _label = f"bf16 channels-last, {Path(_path).name.split('.')[0][3:]}"
         ENV_SETTINGS[_label] = {"LD_PRELOAD": _path}
         SETTINGS += ((_label, ["precision=bf16-mixed", "performance.disable_channel_last=false"]),)
+
+
+@functools.lru_cache(maxsize=None)
+def _flops(overrides: Tuple[str, ...], recipe: str) -> int:
+    return sum(flops_by_op(recipe_step(list(overrides), recipe)).values())
+
+
+def model_flops(backbone: Tuple[str, ...], common: Sequence[str], m: int, recipe: str) -> int:
+    """One model step's FLOPs (forward and backward) for the recipe with these overrides."""
+    return _flops((*backbone, *common, f"data.num_views={m}"), recipe)
 
 
 def main() -> None:
@@ -114,9 +127,15 @@ def main() -> None:
                 times[label] += (
                     in_fresh_process(run_setting, *setting, env=env) if args.isolate else run_setting(*setting)
                 )
-        flops = sum(flops_by_op(recipe_step([*args.set, f"data.num_views={m}"], args.recipe)).values())
-        print(f"\n## {args.recipe}, m = {m}, width-16 ResNet-18, {torch.get_num_threads()} threads, "
-              f"{flops / 1e9:.1f} GFLOP a model step")  # fmt: skip
+        flops = {  # per setting: a backbone key changes the model's FLOPs
+            label: model_flops(
+                tuple(o for o in overrides if o.lstrip("+").startswith("backbone.")), args.set, m, args.recipe
+            )
+            for label, overrides in settings
+        }
+        first = flops[settings[0][0]]
+        print(f"\n## {args.recipe}, m = {m}, {torch.get_num_threads()} threads, {first / 1e9:.1f} GFLOP a model step "
+              f"(the first setting's)")  # fmt: skip
         print("| setting | s / step (median) | views / s | x first setting | GFLOP/s | share of peak |")
         print("|---|---|---|---|---|---|")
         base = None
@@ -124,7 +143,7 @@ def main() -> None:
             step = statistics.median(times[label])
             views = 128 * m / step
             base = base or views
-            rate = flops / step
+            rate = flops[label] / step
             share = rate / (bf16_peak if "precision=bf16-mixed" in overrides else fp32_peak)
             print(f"| {label} | {step:.3f} | {views:.0f} | {views / base:.2f} | {rate / 1e9:.0f} | {share:.1%} |",
                   flush=True)  # fmt: skip

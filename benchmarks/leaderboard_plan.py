@@ -160,14 +160,17 @@ def split_tag(
     ramp: Optional[Tuple[int, float]] = None,
     compiled: bool = False,
     strength: Optional[float] = None,
+    first_stage: Optional[int] = None,
 ) -> str:
     """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20
     (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up;
     ``split60-mmcr-adam-8e-3-ramp16by0.2-tail20-s1`` with the ramp ``(16, 0.2)``: views from 16 px,
     full size by 20% of ``max_epochs``; ``split60-mmcr-adam-8e-3-aug0.5-ramp16by0.2-tail20-s1`` with
     the augmentation's magnitude growing with that ramp from half the recipe's;
-    ``split30-mmcr-adam-8e-3-compile-const-s1`` compiled."""
+    ``split30-mmcr-adam-8e-3-compile-const-s1`` compiled; ``split30-mmcr-adam-8e-3-first32-const-s1``
+    with the backbone's first stage 32 channels wide."""
     words = [
+        *([f"first{first_stage}"] if first_stage else []),
         *(["compile"] if compiled else []),
         *([f"aug{strength:g}"] if strength is not None else []),
         *([f"ramp{ramp[0]}by{ramp[1]:g}"] if ramp else []),
@@ -227,6 +230,7 @@ def lever_line(
     ramp: Optional[Tuple[int, float]] = None,
     compiled: bool = False,
     strength: Optional[float] = None,
+    first_stage: Optional[int] = None,
 ) -> str:
     """``tag|arguments`` of a lever at a record's length, read on the split against ``split_lines``'s
     run with the tail (its ``lever_base``; ``--tail 0``: the constant lr's run): that run's arguments
@@ -234,19 +238,22 @@ def lever_line(
     views that grow from ``ramp = (start px, end)`` to full size by the fraction ``end`` of
     ``max_epochs`` (``memory.resolution``; the run stops on its clock well before ``max_epochs``),
     with that ramp and the augmentation's magnitude growing with it from ``strength`` of the
-    recipe's (read against the ramp alone), or compiled (``performance.compile``: its compilation on
-    the training clock, the per-epoch kNN on the eager forward)."""
+    recipe's (read against the ramp alone), compiled (``performance.compile``: its compilation on
+    the training clock, the per-epoch kNN on the eager forward), or with the backbone's first stage
+    ``first_stage`` channels wide (``backbone.kwargs.first_stage_width``: the step's tile fill)."""
     if strength is not None and (not ramp or not 0 <= strength < 1):
         raise SystemExit(f"--strength {strength:g}: the augmentation's magnitude at the ramp's start, a fraction "
                          "in [0, 1), with --ramp px")  # fmt: skip
+    if first_stage is not None and first_stage < 1:
+        raise SystemExit(f"--first-stage-width {first_stage}: the first stage's channels, an integer >= 1")
     if (
         bool(warmup) != bool(peak)
         or (peak and float(peak) <= 0)
-        or not (warmup or ramp or compiled)
+        or not (warmup or ramp or compiled or first_stage)
         or ((warmup or ramp) and not tail)
     ):
-        raise SystemExit("a lever needs --compile, or --tail minutes and either --warmup minutes with a --peak lr "
-                         "above zero, or --ramp px (with --ramp-end)")  # fmt: skip
+        raise SystemExit("a lever needs --compile or --first-stage-width, or --tail minutes and either --warmup "
+                         "minutes with a --peak lr above zero, or --ramp px (with --ramp-end)")  # fmt: skip
     base = split_lines(rows, method, minutes, tail, seed)[1 if tail else 0]
     tag, _, args = base.partition("|")
     screen = split_of(tag)[0]  # type: ignore[index]
@@ -261,7 +268,10 @@ def lever_line(
         words += [f"+memory.resolution.strength_start={strength:g}"]
     if compiled:
         words += ["++performance.compile=true"]
-    return f"{split_tag(screen, minutes, tail, seed, warmup, ramp, compiled, strength)}|{' '.join(words)}"
+    if first_stage:
+        words += [f"++backbone.kwargs.first_stage_width={first_stage}"]
+    tag = split_tag(screen, minutes, tail, seed, warmup, ramp, compiled, strength, first_stage)
+    return f"{tag}|{' '.join(words)}"
 
 
 def picks(rows: Sequence[Dict[str, object]]) -> Dict[str, Dict[str, object]]:

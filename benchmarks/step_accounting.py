@@ -2,7 +2,7 @@
 achieves against this CPU's peak for the precision it trains in (the arithmetic shown), and which
 oneDNN kernel runs each convolution, forward and backward.
 
-    python benchmarks/step_accounting.py [--steps 20] [--no-kernels] [--recipe speedrun_cpu.yaml]
+    python benchmarks/step_accounting.py [--steps 20] [--no-kernels] [--recipe speedrun_cpu.yaml] [--set KEY=VALUE ...]
     python benchmarks/step_accounting.py --against-compiled [--recipe speedrun_cpu.yaml]
 
 The step is the recipe's model alone (``speedrun_mabt_cpu.yaml``: 2 views of 128 CIFAR images at 32 px
@@ -266,13 +266,15 @@ def adam_paths(step: RecipeStep, rounds: int = 30) -> Dict[str, float]:
     return {name: statistics.median(t) * 1000 for name, t in times.items()}
 
 
-def kernels(recipe: str = "speedrun_mabt_cpu.yaml") -> Dict[Tuple[str, str, str], List[float]]:
+def kernels(
+    recipe: str = "speedrun_mabt_cpu.yaml", overrides: Sequence[str] = ()
+) -> Dict[Tuple[str, str, str], List[float]]:
     """(pass, oneDNN implementation, problem descriptor) -> the milliseconds of each call, from one
-    step of ``recipe``'s model in a child."""
+    step of ``recipe``'s model (with ``overrides``) in a child."""
     env = {**os.environ, "ONEDNN_VERBOSE": "1"}
     code = (
         "import sys; sys.argv = ['x']; import step_accounting as s\n"
-        f"step = s.recipe_step([], {recipe!r})\n"
+        f"step = s.recipe_step({list(overrides)!r}, {recipe!r})\n"
         "step()\n"
         "print('=== measured step', flush=True)\n"
         "step()\n"
@@ -316,6 +318,8 @@ def main() -> None:
     parser.add_argument("--no-kernels", action="store_true", help="skip the ONEDNN_VERBOSE pass")
     parser.add_argument("--recipe", default="speedrun_mabt_cpu.yaml")
     parser.add_argument("--against-compiled", action="store_true", help="the eager step beside the compiled one")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="overrides of the recipe's model, "
+                        "e.g. ++backbone.kwargs.first_stage_width=32")  # fmt: skip
     args = parser.parse_args()
     import torch
 
@@ -327,7 +331,7 @@ def main() -> None:
         return
 
     fp32_peak, bf16_peak, how = peak(facts)
-    step = recipe_step([], args.recipe)
+    step = recipe_step(args.set, args.recipe)
     found = account(step, args.steps)
     total = sum(found["by_op"].values())
     precision = "bf16" if found["bf16"] else "fp32"
@@ -335,7 +339,10 @@ def main() -> None:
     isa = torch.backends.cpu.get_cpu_capability()
     print(f"# The speedrun step on {facts['model']} (family {facts['family']}), torch {torch.__version__}, ", end="")
     held = f", oneDNN held to DNNL_MAX_CPU_ISA={facts['held']}" if facts["held"] else ""
-    print(f"{torch.get_num_threads()} threads, {precision}, ATen {isa}{held}")
+    print(
+        f"{torch.get_num_threads()} threads, {precision}, ATen {isa}{held}"
+        + (f"; with {' '.join(args.set)}" if args.set else "")
+    )
     print(f"\n{found['views']} views x {found['batch']} images at 32 px; peak: {how}\n")
     print("| op | GFLOP per step | share |")
     print("|---|---|---|")
@@ -357,7 +364,7 @@ def main() -> None:
     print("\nAdam's step alone (median ms of 30, interleaved): " + ", ".join(f"{k} {v:.2f}" for k, v in paths.items()))
     if args.no_kernels:
         return
-    calls = kernels(args.recipe)
+    calls = kernels(args.recipe, args.set)
     per_kernel: Dict[Tuple[str, str], List[float]] = defaultdict(list)
     for (kind, impl, _), ms in calls.items():
         per_kernel[(kind, impl)] += ms

@@ -41,3 +41,17 @@ def test_narrow_backbone_gets_the_small_image_stem_on_cifar(recipe, small_input,
     net = NarrowResNet18(width=8, small_input=small_input)
     assert net(torch.randn(2, 3, size, size)).shape == (2, 64) and net.num_features == 64
     assert sum(p.numel() for p in NarrowResNet18(width=16).parameters()) == pytest.approx(0.7e6, rel=0.01)
+
+
+def test_the_first_stage_can_be_wider_than_the_base_width():
+    net = NarrowResNet18(width=16, small_input=True, first_stage_width=32)
+    assert net.conv1.out_channels == net.bn1.num_features == 32
+    assert [b.conv2.out_channels for b in net.layer1] == [32, 32] and net.layer2[0].conv1.in_channels == 32
+    assert [net.layer2[0].conv2.out_channels, net.num_features] == [32, 128]
+    assert net(torch.randn(2, 3, 32, 32)).shape == (2, 128)
+    same = NarrowResNet18(width=16, first_stage_width=16)
+    assert [tuple(t.shape) for t in same.state_dict().values()] == [
+        tuple(t.shape) for t in NarrowResNet18(width=16).state_dict().values()
+    ]
+    with pytest.raises(ValueError, match="first_stage_width must be >= 1"):
+        NarrowResNet18(width=16, first_stage_width=0)

@@ -8,9 +8,18 @@ built here from torchvision's own ``BasicBlock``.
 
 from __future__ import annotations
 
+from typing import Optional, Tuple
+
 import torch
 from torch import nn
 from torchvision.models.resnet import BasicBlock
+
+
+def stage_widths(width: int, first_stage_width: Optional[int] = None) -> Tuple[int, int, int, int]:
+    """The four stages' channels: ``width * (1, 2, 4, 8)``, the first (and the stem) replaced by
+    ``first_stage_width`` where given."""
+    widths = tuple(width * 2**k for k in range(4))
+    return (first_stage_width or widths[0],) + widths[1:]  # type: ignore[return-value]
 
 
 class NarrowResNet18(nn.Module):
@@ -21,22 +30,34 @@ class NarrowResNet18(nn.Module):
         small_input: the CIFAR stem (3x3 stride-1 convolution, no max-pool) that
             solo-learn uses for 32x32 images.
         zero_init_residual: zero the last BN of each block, as torchvision's option.
+        first_stage_width: the stem's and first stage's channels, where they differ from
+            ``width``. On an AMX CPU a 16-channel stage half-fills the tiles (32 bf16 values a
+            row), so a wider one may cost little time (docs/performance.md measures it).
     """
 
-    def __init__(self, width: int = 16, small_input: bool = False, zero_init_residual: bool = False):
+    def __init__(
+        self,
+        width: int = 16,
+        small_input: bool = False,
+        zero_init_residual: bool = False,
+        first_stage_width: Optional[int] = None,
+    ):
         super().__init__()
         if width < 1:
             raise ValueError(f"backbone.kwargs.width must be >= 1, got {width}")
+        if first_stage_width is not None and first_stage_width < 1:
+            raise ValueError(f"backbone.kwargs.first_stage_width must be >= 1, got {first_stage_width}")
+        widths = stage_widths(width, first_stage_width)
         if small_input:
-            self.conv1 = nn.Conv2d(3, width, kernel_size=3, stride=1, padding=1, bias=False)
+            self.conv1 = nn.Conv2d(3, widths[0], kernel_size=3, stride=1, padding=1, bias=False)
             self.maxpool: nn.Module = nn.Identity()
         else:
-            self.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
+            self.conv1 = nn.Conv2d(3, widths[0], kernel_size=7, stride=2, padding=3, bias=False)
             self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-        self.bn1 = nn.BatchNorm2d(width)
+        self.bn1 = nn.BatchNorm2d(widths[0])
         self.relu = nn.ReLU(inplace=True)
-        stages, in_planes = [], width
-        for i, planes in enumerate(width * 2**k for k in range(4)):
+        stages, in_planes = [], widths[0]
+        for i, planes in enumerate(widths):
             stride = 1 if i == 0 else 2
             downsample = None
             if stride != 1 or in_planes != planes:

@@ -30,6 +30,7 @@ TRAINING_RULES: tuple[Rule, ...] = (
     ("checkpoint.frequency", count, "must be an integer >= 1"),
     ("knn_eval.k", count, "must be an integer >= 1"),
     ("backbone.kwargs.width", count, "must be an integer >= 1"),
+    ("backbone.kwargs.first_stage_width", count, "must be an integer >= 1 (unset: backbone.kwargs.width)"),
     ("performance.compile", lambda v: isinstance(v, bool), "use true or false"),
     ("performance.disable_channel_last", lambda v: isinstance(v, bool), "use true or false"),
     ("performance.loss_fp32", lambda v: isinstance(v, bool), "use true or false (unset: as the method ships)"),

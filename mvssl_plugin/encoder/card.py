@@ -19,11 +19,14 @@ CITATION = """@inproceedings{agrawal2024harnessing,
 def _standard_load(arch: Dict[str, Any]) -> List[str]:
     """How torchvision's own model takes the weights, where the architecture is a standard one."""
     if arch["name"] == "narrow_resnet18":
+        width, first = arch["width"], arch.get("first_stage_width")
+        widths = f"{width} x (1, 2, 4, 8)" if first is None else f"{first}, then {width} x (2, 4, 8)"
+        wider = "" if first is None else f", first_stage_width={first}"
         return [
-            f"A ResNet-18 of base width {arch['width']} is not one of torchvision's or timm's models (their",
+            f"A ResNet-18 of base width {width} is not one of torchvision's or timm's models (their",
             "BasicBlock ResNets are 64 wide); the network is torchvision's `BasicBlock` stacked at widths",
-            f"{arch['width']} x (1, 2, 4, 8): `mvssl_plugin.backbones.NarrowResNet18(width={arch['width']}, "
-            f"small_input={arch['cifar_stem']})`",
+            f"{widths}: `mvssl_plugin.backbones.NarrowResNet18(width={width}, "
+            f"small_input={arch['cifar_stem']}{wider})`",
             "loads `model.safetensors` with `strict=True`; its module needs torch and torchvision only.",
         ]
     lines = [

@@ -88,7 +88,13 @@ def architecture(args: Dict[str, Any]) -> Dict[str, Any]:
     backbone, dataset = args.get("backbone", {}), args.get("data", {}).get("dataset")
     name, kwargs = backbone.get("name"), dict(backbone.get("kwargs") or {})
     if name == "narrow_resnet18":
-        return {"name": name, "width": int(kwargs.get("width", 16)), "cifar_stem": bool(kwargs.get("small_input"))}
+        arch = {"name": name, "width": int(kwargs.get("width", 16)), "cifar_stem": bool(kwargs.get("small_input"))}
+        first = kwargs.get("first_stage_width")
+        if (
+            first is not None and int(first) != arch["width"]
+        ):  # written only where it differs: older readers fail loudly
+            arch["first_stage_width"] = int(first)
+        return arch
     if name in STANDARD:  # solo-learn swaps in its CIFAR stem by the dataset, whatever the kwargs
         return {"name": name, "width": 64, "cifar_stem": dataset in ("cifar10", "cifar100")}
     raise ConfigError(f"backbone {name!r}: export knows narrow_resnet18, {', '.join(STANDARD)}")

@@ -37,7 +37,12 @@ def build_encoder_network(arch: Dict[str, Any]) -> nn.Module:
     stride-1 convolution with padding 2, no max-pool)."""
     name = arch.get("name")
     if name == "narrow_resnet18":
-        return NarrowResNet18(width=int(arch["width"]), small_input=bool(arch["cifar_stem"]))
+        first = arch.get("first_stage_width")
+        return NarrowResNet18(
+            width=int(arch["width"]),
+            small_input=bool(arch["cifar_stem"]),
+            first_stage_width=None if first is None else int(first),
+        )
     if name in STANDARD:
         model = getattr(torchvision.models, name)()
         model.fc = nn.Identity()

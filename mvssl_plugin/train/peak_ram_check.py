@@ -51,7 +51,11 @@ def run_shape(cfg: DictConfig) -> Optional[RunShape]:
         batch_size=int(cfg.optimizer.batch_size),
         proj_hidden_dim=int(select(cfg, "method_kwargs.proj_hidden_dim", d) or d),
         proj_output_dim=d,
-        width=int(select(cfg, "backbone.kwargs.width", 64) or 64),
+        # a wider first stage counts as the base width everywhere: an upper bound, not a fit
+        width=max(
+            int(select(cfg, "backbone.kwargs.width", 64) or 64),
+            int(select(cfg, "backbone.kwargs.first_stage_width", 0) or 0),
+        ),
         small_input=small,
         projector_layers=2 if select(cfg, "method_kwargs.projector") == "paper" else 3,
         precision=str(select(cfg, "precision", "32")),

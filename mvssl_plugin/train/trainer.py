@@ -187,8 +187,8 @@ def memory_format_notice(cfg: DictConfig, model) -> Optional[str]:
     return (
         f"channels-last is off on the CPU for this backbone: {len(narrow)} convolution(s) read fewer than "
         f"{CPU_CHANNELS_LAST_MIN_CHANNELS} channels (e.g. {narrow[0]}), whose channels-last backward corrupts "
-        "memory in torch's oneDNN on AVX2-only CPUs; a base width of 8 or more (backbone.kwargs.width) trains "
-        "channels-last"
+        "memory in torch's oneDNN on AVX2-only CPUs; a base width of 8 or more (backbone.kwargs.width, and "
+        "first_stage_width where set) trains channels-last"
     )
 
 

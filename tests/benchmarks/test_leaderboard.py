@@ -481,6 +481,20 @@ def test_compile_at_a_records_length_is_the_picks_constant_lr_split_line_compile
     assert plans.lever_base(lever) == "const"  # read against the constant lr's run of its seed
 
 
+def test_a_wider_first_stage_is_the_picks_constant_lr_split_line_with_the_backbone_key():
+    rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
+    const, _ = plans.split_lines(rows, "mmcr", minutes=30, tail=0, seed=1)
+    wide = plans.lever_line(rows, "mmcr", minutes=30, tail=0, seed=1, first_stage=32)
+    assert wide.split("|")[0] == "split30-mmcr-adam-8e-3-first32-const-s1"
+    words, base = wide.split("|")[1].split(), const.split("|")[1].split()
+    assert set(words) - set(base) == {"++backbone.kwargs.first_stage_width=32"} and set(base) <= set(words)
+    screen, lever, seed = plans.split_of(wide.split("|")[0])
+    assert (screen.tag, lever, seed) == ("mmcr-adam-8e-3", "first32-const", "1")
+    assert plans.lever_base(lever) == "const"
+    with pytest.raises(SystemExit, match="an integer >= 1"):
+        plans.lever_line(rows, "mmcr", minutes=30, tail=0, seed=1, first_stage=0)
+
+
 def test_a_levers_seeds_sit_together_in_the_split_table_whatever_their_vm_scaled_tags(tmp_path):
     runs = tmp_path / "runs"
     # folder order: ramp s10, ramp s2 (x1.13), warm-up s1 (x1.152), ramp s1 (x1.16); the table groups by

@@ -72,3 +72,16 @@ def test_the_profiles_operators_fall_in_what_they_do_compiled_regions_apart():
         "aten::empty_strided": "other",
     }
     assert {name: step_accounting.category(name) for name in names} == names
+
+
+def test_a_wider_first_stage_adds_the_flops_its_convolutions_count():
+    """``--set`` reaches the model: the step's FLOPs grow by the wider stem and first stage, counted by
+    hand (forward, data and weight gradients; the stem has no data gradient: the views need none)."""
+    base = step_accounting.recipe_step([], "speedrun_cpu.yaml")
+    wide = step_accounting.recipe_step(["++backbone.kwargs.first_stage_width=32"], "speedrun_cpu.yaml")
+    images = len(base.views) * base.views[0].shape[0]
+    stem = 3 * 9 * (32 - 16) * 32 * 32  # multiply-adds an image, at 32 px
+    stage = 4 * 9 * (32 * 32 - 16 * 16) * 32 * 32 + 9 * (32 - 16) * 32 * 16 * 16 + (32 - 16) * 32 * 16 * 16
+    expected = 2 * images * (2 * stem + 3 * stage)
+    grew = sum(step_accounting.flops_by_op(wide).values()) - sum(step_accounting.flops_by_op(base).values())
+    assert grew == expected

@@ -26,8 +26,8 @@ BLOCKED = (
 )
 
 
-def _pretrain(data: dict, out: Path, backbone: str) -> Path:
-    overrides = tiny_overrides(data, out)
+def _pretrain(data: dict, out: Path, backbone: str, extra: tuple = ()) -> Path:
+    overrides = tiny_overrides(data, out) + list(extra)
     if backbone == "resnet18":  # torchvision's ResNet-18 takes no width
         overrides = [o for o in overrides if not o.startswith(("backbone.name", "+backbone.kwargs.width"))]
         overrides.append("backbone.name=resnet18")
@@ -37,10 +37,10 @@ def _pretrain(data: dict, out: Path, backbone: str) -> Path:
     return folder
 
 
-def _export(tiny_cifar, tmp_path_factory, backbone: str) -> dict:
-    """A tiny finished run of ``backbone``, exported with main_export.py."""
+def _export(tiny_cifar, tmp_path_factory, backbone: str, extra: tuple = ()) -> dict:
+    """A tiny finished run of ``backbone`` (with the ``extra`` overrides), exported with main_export.py."""
     root = tmp_path_factory.mktemp(f"export_{backbone}")
-    run = _pretrain(tiny_cifar, root, backbone)
+    run = _pretrain(tiny_cifar, root, backbone, extra)
     out = root / "encoder"
     result = run_entry("main_export.py", [str(run), "--out", str(out)], cwd=root)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
@@ -55,6 +55,12 @@ def narrow(tiny_cifar, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def standard(tiny_cifar, tmp_path_factory) -> dict:
     return _export(tiny_cifar, tmp_path_factory, "resnet18")
+
+
+@pytest.fixture(scope="module")
+def widened(tiny_cifar, tmp_path_factory) -> dict:
+    """The narrow ResNet-18 of width 8 with a first stage of 16 channels."""
+    return _export(tiny_cifar, tmp_path_factory, "narrow_resnet18", ("+backbone.kwargs.first_stage_width=16",))
 
 
 @pytest.fixture(params=["narrow", "standard"])
@@ -152,6 +158,22 @@ def test_load_encoder_in_a_plain_torch_process_matches_the_checkpoint(exported, 
     assert (features - reference).abs().max() < 1e-4
     if standard:
         assert (torch.load(tmp_path / "tv.pt") - reference).abs().max() < 1e-4
+
+
+def test_a_wider_first_stage_trains_exports_and_loads_as_trained(widened, narrow):
+    config = json.loads((widened["out"] / "config.json").read_text())
+    arch = config["architecture"]
+    assert arch["width"] == 8 and arch["first_stage_width"] == 16 and arch["num_features"] == 64
+    assert "first_stage_width" not in json.loads((narrow["out"] / "config.json").read_text())["architecture"]
+    card = (widened["out"] / "README.md").read_text()
+    assert "\n16, then 8 x (2, 4, 8): " in card and "first_stage_width=16)`" in card
+    from mvssl_plugin import load_encoder
+
+    encoder = load_encoder(str(widened["out"]))
+    assert encoder.conv1.out_channels == 16 and encoder.layer2[0].conv1.in_channels == 16
+    batch = torch.randn(4, 3, 32, 32)
+    with torch.no_grad():
+        assert (encoder(batch) - _checkpoint_backbone(widened["run"])(batch)).abs().max() < 1e-4
 
 
 def test_embed_gives_one_row_per_image_with_labels_and_the_encoders_features(exported, tmp_path):

@@ -18,6 +18,7 @@ INVALID = {
     "method": ["'mabt '", "simclrr", "null"],
     "backbone.name": ["resnet9", "null"],
     "+backbone.kwargs.width": [0, -4, "wide"],
+    "+backbone.kwargs.first_stage_width": [0, "wide"],
     "data.dataset": ["cifar11", "null"],
     "data.format": ["lmdb", "DALI"],
     "data.fraction": [0, 1, 1.5, -0.5, "half"],
