@@ -31,8 +31,9 @@ class NarrowResNet18(nn.Module):
             solo-learn uses for 32x32 images.
         zero_init_residual: zero the last BN of each block, as torchvision's option.
         first_stage_width: the stem's and first stage's channels, where they differ from
-            ``width``. On an AMX CPU a 16-channel stage half-fills the tiles (32 bf16 values a
-            row), so a wider one may cost little time (docs/performance.md measures it).
+            ``width``. On an AMX CPU 16 channels half-fill a tile row of 32 bf16 values; 32 fill
+            it, yet cost the speedrun's step 1.2-1.3x and learned no more per epoch
+            (docs/performance.md), so no recipe sets it.
     """
 
     def __init__(
