@@ -90,9 +90,8 @@ def architecture(args: Dict[str, Any]) -> Dict[str, Any]:
     if name == "narrow_resnet18":
         arch = {"name": name, "width": int(kwargs.get("width", 16)), "cifar_stem": bool(kwargs.get("small_input"))}
         first = kwargs.get("first_stage_width")
-        if (
-            first is not None and int(first) != arch["width"]
-        ):  # written only where it differs: older readers fail loudly
+        # written only where it differs from width, so an older reader fails loudly on the weights' shapes
+        if first is not None and int(first) != arch["width"]:
             arch["first_stage_width"] = int(first)
         return arch
     if name in STANDARD:  # solo-learn swaps in its CIFAR stem by the dataset, whatever the kwargs

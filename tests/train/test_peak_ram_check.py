@@ -47,3 +47,15 @@ def test_cpu_recipes_fit_this_machine_and_absurd_ones_do_not():
 
 
 TINY = ["backbone.name=narrow_resnet18", "+backbone.kwargs.width=8", "optimizer.batch_size=8"]
+
+
+def test_a_wider_first_stage_is_counted_at_its_width_everywhere():
+    """An upper bound: the estimate has no term for one stage, so it prices the whole network at
+    the wider width (never below what the narrow network needs)."""
+    from mvssl_plugin.train.peak_ram_check import run_shape
+
+    narrow = run_shape(checked_config("speedrun_cpu.yaml", "cpu"))
+    wide = run_shape(checked_config("speedrun_cpu.yaml", "cpu", **{"++backbone.kwargs.first_stage_width": 32}))
+    assert (narrow.width, wide.width) == (16, 32)
+    thin = run_shape(checked_config("speedrun_cpu.yaml", "cpu", **{"++backbone.kwargs.first_stage_width": 8}))
+    assert thin.width == 16
