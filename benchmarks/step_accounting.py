@@ -113,7 +113,7 @@ def one_step(model, views, optimizer, bf16: bool) -> None:
 
 
 class RecipeStep(NamedTuple):
-    """The recipe's model with its views and fused Adam: what every measurement here steps."""
+    """The recipe's model with its views and Adam: what every measurement here steps."""
 
     cfg: Any
     model: Any
@@ -126,16 +126,20 @@ class RecipeStep(NamedTuple):
 
 
 def recipe_step(overrides: Sequence[str] = (), recipe: str = "speedrun_mabt_cpu.yaml") -> RecipeStep:
-    """The recipe's model, random views of its batch and its Adam (fused, as a run's is:
-    ``config.hardware.choose_optimizer_path``), built once for every measurement of a sitting."""
+    """The recipe's model, random views of its batch and its Adam (fused where this torch can on the
+    CPU, as a run's is: ``config.hardware.choose_optimizer_path``; torch < 2.4 refuses it), built
+    once for every measurement of a sitting."""
     import torch
+
+    from mvssl_plugin.config.hardware import fused_on_cpu
 
     cfg, model, bf16 = build(list(overrides), recipe)
     views = [
         torch.randn(int(cfg.optimizer.batch_size), 3, 32, 32).contiguous(memory_format=torch.channels_last)
         for _ in range(int(cfg.data.num_views))
     ]
-    optimizer = torch.optim.Adam(list(model.backbone.parameters()) + list(model.projector.parameters()), fused=True)
+    params = list(model.backbone.parameters()) + list(model.projector.parameters())
+    optimizer = torch.optim.Adam(params, fused=True) if fused_on_cpu("adam") else torch.optim.Adam(params)
     model.train()
     return RecipeStep(cfg, model, views, optimizer, bf16)
 
@@ -249,13 +253,18 @@ def against_compiled(recipe: str, rounds: int) -> None:
 
 def adam_paths(step: RecipeStep, rounds: int = 30) -> Dict[str, float]:
     """Median milliseconds of Adam's step alone over the recipe's parameters (random gradients), per
-    implementation: torch's loop over tensors (its CPU default), ``foreach`` and ``fused``, interleaved."""
+    implementation: torch's loop over tensors (its CPU default), ``foreach`` and ``fused`` (where this
+    torch has it on the CPU), interleaved."""
     import torch
+
+    from mvssl_plugin.config.hardware import fused_on_cpu
 
     params = list(step.model.backbone.parameters()) + list(step.model.projector.parameters())
     for p in params:
         p.grad = torch.randn_like(p)
-    flags = {"loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
+    flags = {"loop": {"foreach": False}, "foreach": {"foreach": True}}
+    if fused_on_cpu("adam"):
+        flags["fused"] = {"fused": True}
     optimizers = {name: torch.optim.Adam(params, lr=1e-9, **kw) for name, kw in flags.items()}
     times: Dict[str, List[float]] = {name: [] for name in optimizers}
     for _ in range(rounds):
