@@ -38,7 +38,7 @@ import os
 import statistics
 import tempfile
 from pathlib import Path
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,13 +77,10 @@ for _path in ALLOCATORS:
 
 
 @functools.lru_cache(maxsize=None)
-def _flops(overrides: Tuple[str, ...], recipe: str) -> int:
+def model_flops(overrides: Tuple[str, ...], recipe: str) -> int:
+    """One model step's FLOPs (forward and backward) for the recipe with these overrides; cached, so
+    settings that share a model count it once."""
     return sum(flops_by_op(recipe_step(list(overrides), recipe)).values())
-
-
-def model_flops(backbone: Tuple[str, ...], common: Sequence[str], m: int, recipe: str) -> int:
-    """One model step's FLOPs (forward and backward) for the recipe with these overrides."""
-    return _flops((*backbone, *common, f"data.num_views={m}"), recipe)
 
 
 def main() -> None:
@@ -129,7 +126,8 @@ def main() -> None:
                 )
         flops = {  # per setting: a backbone key changes the model's FLOPs
             label: model_flops(
-                tuple(o for o in overrides if o.lstrip("+").startswith("backbone.")), args.set, m, args.recipe
+                (*(o for o in overrides if o.lstrip("+").startswith("backbone.")), *args.set, f"data.num_views={m}"),
+                args.recipe,
             )
             for label, overrides in settings
         }

@@ -18,8 +18,7 @@ from torchvision.models.resnet import BasicBlock
 def stage_widths(width: int, first_stage_width: Optional[int] = None) -> Tuple[int, int, int, int]:
     """The four stages' channels: ``width * (1, 2, 4, 8)``, the first (and the stem) replaced by
     ``first_stage_width`` where given."""
-    widths = tuple(width * 2**k for k in range(4))
-    return (first_stage_width or widths[0],) + widths[1:]  # type: ignore[return-value]
+    return (first_stage_width or width, 2 * width, 4 * width, 8 * width)
 
 
 class NarrowResNet18(nn.Module):
