@@ -9,6 +9,7 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py split --method mmcr --minutes 30 --tail 0 --compile  # torch.compile
     python benchmarks/leaderboard.py split --method mmcr --minutes 30 --tail 0 --first-stage-width 32
     python benchmarks/leaderboard.py split --method mmcr --ramp 16 --strength 0.5  # + the augmentation's ramp
+    python benchmarks/leaderboard.py split --method mmcr --cycle 20  # the tail in every 20-minute cycle
     python benchmarks/leaderboard.py precision            # each pick's loss in bf16, then float32 (3 epochs)
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
@@ -298,6 +299,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                        "read against the constant lr)")  # fmt: skip
     split.add_argument("--first-stage-width", type=int, help="the lever is the backbone's first stage this many "
                        "channels wide (with --tail 0: read against the constant lr)")  # fmt: skip
+    split.add_argument("--cycle", type=float, default=0.0, help="the lever is the tail repeated in every cycle of "
+                       "these minutes (they divide --minutes; read against the pick with the tail)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.action == "plan":
         for s in edge_screens(read_csv(OUT / "screens.csv")) if args.round == "C" else screens(args.round):
@@ -311,13 +314,22 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print("\n".join(precision_lines(read_csv(OUT / "screens.csv"), args.seed)))
     elif args.action == "split":
         rows = read_csv(OUT / "screens.csv")
-        if args.warmup or args.peak or args.ramp or args.compile or args.strength is not None or args.first_stage_width:
+        levers = (
+            args.warmup,
+            args.peak,
+            args.ramp,
+            args.compile,
+            args.strength is not None,
+            args.first_stage_width,
+            args.cycle,
+        )
+        if any(levers):
             ramp = (args.ramp, args.ramp_end) if args.ramp else None
             print(
                 lever_line(
                     rows, args.method, args.minutes, args.tail, args.seed,
                     warmup=args.warmup, peak=args.peak, ramp=ramp, compiled=args.compile, strength=args.strength,
-                    first_stage=args.first_stage_width,
+                    first_stage=args.first_stage_width, cycle=args.cycle,
                 )
             )  # fmt: skip
         else:

@@ -161,6 +161,7 @@ def split_tag(
     compiled: bool = False,
     strength: Optional[float] = None,
     first_stage: Optional[int] = None,
+    cycle: float = 0,
 ) -> str:
     """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20
     (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up;
@@ -168,13 +169,15 @@ def split_tag(
     full size by 20% of ``max_epochs``; ``split60-mmcr-adam-8e-3-aug0.5-ramp16by0.2-tail20-s1`` with
     the augmentation's magnitude growing with that ramp from half the recipe's;
     ``split30-mmcr-adam-8e-3-compile-const-s1`` compiled; ``split30-mmcr-adam-8e-3-first32-const-s1``
-    with the backbone's first stage 32 channels wide."""
+    with the backbone's first stage 32 channels wide; ``split60-mmcr-adam-8e-3-cycle20-tail20-s1`` with
+    the tail repeated in every 20-minute cycle of the budget."""
     words = [
         *([f"first{first_stage}"] if first_stage else []),
         *(["compile"] if compiled else []),
         *([f"aug{strength:g}"] if strength is not None else []),
         *([f"ramp{ramp[0]}by{ramp[1]:g}"] if ramp else []),
         *([f"warm{warmup:g}"] if warmup else []),
+        *([f"cycle{cycle:g}"] if cycle else []),
     ]
     return f"split{minutes:g}-{screen.tag}-{'-'.join([*words, f'tail{tail:g}' if tail else 'const'])}-s{seed}"
 
@@ -231,6 +234,7 @@ def lever_line(
     compiled: bool = False,
     strength: Optional[float] = None,
     first_stage: Optional[int] = None,
+    cycle: float = 0,
 ) -> str:
     """``tag|arguments`` of a lever at a record's length, read on the split against ``split_lines``'s
     run with the tail (its ``lever_base``; ``--tail 0``: the constant lr's run): that run's arguments
@@ -240,20 +244,26 @@ def lever_line(
     with that ramp and the augmentation's magnitude growing with it from ``strength`` of the
     recipe's (read against the ramp alone), compiled (``performance.compile``: its compilation on
     the training clock, the per-epoch kNN on the eager forward), or with the backbone's first stage
-    ``first_stage`` channels wide (``backbone.kwargs.first_stage_width``: the step's tile fill)."""
+    ``first_stage`` channels wide (``backbone.kwargs.first_stage_width``: the step's tile fill), or with
+    the tail repeated in every ``cycle`` minutes of the budget (``scheduler.cycle_minutes``: each
+    cycle's end a finished model, arXiv 2212.05611's extendable cyclic lr)."""
     if strength is not None and (not ramp or not 0 <= strength < 1):
         raise SystemExit(f"--strength {strength:g}: the augmentation's magnitude at the ramp's start, a fraction "
                          "in [0, 1), with --ramp px")  # fmt: skip
     if first_stage is not None and first_stage < 1:
         raise SystemExit(f"--first-stage-width {first_stage}: the first stage's channels, an integer >= 1")
+    if cycle and not (0 < tail <= cycle and abs(minutes / cycle - round(minutes / cycle)) < 1e-6):
+        raise SystemExit(f"--cycle {cycle:g}: the tail's cycle, minutes that divide --minutes {minutes:g} and hold "
+                         f"--tail {tail:g} (above zero)")  # fmt: skip
     if (
         bool(warmup) != bool(peak)
         or (peak and float(peak) <= 0)
-        or not (warmup or ramp or compiled or first_stage)
+        or not (warmup or ramp or compiled or first_stage or cycle)
         or ((warmup or ramp) and not tail)
     ):
         raise SystemExit("a lever needs --compile or --first-stage-width, or --tail minutes and either --warmup "
-                         "minutes with a --peak lr above zero, or --ramp px (with --ramp-end)")  # fmt: skip
+                         "minutes with a --peak lr above zero, or --ramp px (with --ramp-end), or "
+                         "--cycle minutes")  # fmt: skip
     base = split_lines(rows, method, minutes, tail, seed)[1 if tail else 0]
     tag, _, args = base.partition("|")
     screen = split_of(tag)[0]  # type: ignore[index]
@@ -270,7 +280,9 @@ def lever_line(
         words += ["++performance.compile=true"]
     if first_stage:
         words += [f"++backbone.kwargs.first_stage_width={first_stage}"]
-    tag = split_tag(screen, minutes, tail, seed, warmup, ramp, compiled, strength, first_stage)
+    if cycle:
+        words += [f"++scheduler.cycle_minutes={cycle:g}"]
+    tag = split_tag(screen, minutes, tail, seed, warmup, ramp, compiled, strength, first_stage, cycle)
     return f"{tag}|{' '.join(words)}"
 
 

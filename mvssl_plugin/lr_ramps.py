@@ -11,6 +11,13 @@ optimizer steps (``scheduler.tail_epochs``) or in seconds of its own training cl
 The warm-up (``scheduler.warmup_minutes``, on the same clock) lets a run start at a peak lr that
 diverges or loses when taken from the first step; the ramp is the usual linear one
 (Goyal et al., 2017, "Accurate, large minibatch SGD").
+
+Cycles (``scheduler.cycle_minutes``) repeat the tail: the budget cut into cycles of equal length,
+each ending at zero lr, the lr back to its constant value at the next one's start (warm restarts,
+Loshchilov and Hutter, 2017, "SGDR"). Every cycle's end is then a finished model, so the budget
+can be read, or extended, at any of them: the "extendable cyclic" schedule Kocyigit, Hospedales
+and Bilen report as one of three levers that together train SSL methods up to 2.7x faster (WACV
+2023, arXiv 2212.05611; their cycles' shape is theirs, this one is the tail's line repeated).
 """
 
 from __future__ import annotations
@@ -29,6 +36,20 @@ def tail_factor(now: float, end: float, tail: float) -> float:
     if tail == 0 or now < end - tail:
         return 1.0
     return max(0.0, (end - now) / tail)
+
+
+def cycle_position(now: float, end: float, cycle: float) -> tuple[float, float]:
+    """``(now, end)`` inside the cycle of length ``cycle`` that holds ``now``, for ``tail_factor``
+    (its tail then ends each cycle). ``cycle = 0`` is one cycle, the run; so is ``now >= end``, so
+    the run's end still takes zero. ``end`` must be a whole number of cycles (to 1e-6)."""
+    if cycle < 0 or end <= 0:
+        raise ValueError(f"cycle={cycle} must be >= 0 and end={end} > 0")
+    if cycle == 0 or now >= end:
+        return now, end
+    cycles = end / cycle
+    if abs(cycles - round(cycles)) > 1e-6 or round(cycles) < 1:
+        raise ValueError(f"end={end} must be a whole number of cycles of {cycle}")
+    return now - cycle * (now // cycle), cycle
 
 
 def warmup_factor(now: float, warmup: float) -> float:

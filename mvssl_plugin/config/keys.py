@@ -69,6 +69,7 @@ PLUGIN_KEYS = (
     "scheduler.tail_epochs",
     "scheduler.warmup_minutes",
     "scheduler.tail_minutes",
+    "scheduler.cycle_minutes",
     "method_kwargs.beta_c",
     "method_kwargs.beta_multiview_factor",
     "method_kwargs.beta_rule",

@@ -65,8 +65,9 @@ def check_training_keys(cfg: DictConfig, optimizers: tuple[str, ...]) -> None:
     if not is_int(tail) or not 0 <= tail <= max_epochs:
         raise ConfigError(f"scheduler.tail_epochs={tail!r}: must be an integer in [0, max_epochs={max_epochs}]")
     check_tail_minutes(cfg, tail)
+    check_cycle_minutes(cfg)
     check_warmup_minutes(cfg)
-    for key in ("warmup_minutes", "tail_epochs", "tail_minutes"):
+    for key in ("warmup_minutes", "tail_epochs", "tail_minutes", "cycle_minutes"):
         if select(cfg, f"scheduler.{key}", 0) and scheduler != "none":
             raise ConfigError(
                 f"scheduler.{key}={select(cfg, f'scheduler.{key}')} ramps a constant lr, but scheduler.name="
@@ -103,9 +104,33 @@ def check_tail_minutes(cfg: DictConfig, tail_epochs: int) -> None:
         )
 
 
+def check_cycle_minutes(cfg: DictConfig) -> None:
+    """``scheduler.cycle_minutes``: the budget cut into cycles of this length, each ending in the
+    tail (``scheduler.tail_minutes``), so each cycle's end is a finished model."""
+    minutes = select(cfg, "scheduler.cycle_minutes", 0)
+    if minutes in (0, None):
+        return
+    if not is_number(minutes) or minutes < 0:
+        raise ConfigError(f"scheduler.cycle_minutes={minutes!r}: give training minutes >= 0 (e.g. 20), or 0 for none")
+    tail = select(cfg, "scheduler.tail_minutes", 0) or 0
+    if not tail or tail > minutes:
+        raise ConfigError(
+            f"scheduler.cycle_minutes={minutes} repeats the tail in every cycle: give scheduler.tail_minutes "
+            f"in (0, {minutes:g}] (e.g. scheduler.tail_minutes={minutes:g}, the lr falling over the whole cycle)"
+        )
+    budget = select(cfg, "epoch_knn.stop_after_minutes")  # check_tail_minutes made sure there is one
+    cycles = budget / minutes if is_number(budget) else 1
+    if abs(cycles - round(cycles)) > 1e-6 or round(cycles) < 1:
+        raise ConfigError(
+            f"scheduler.cycle_minutes={minutes} does not divide the budget, epoch_knn.stop_after_minutes={budget}, "
+            f"so the run would stop inside a cycle: give a budget of {max(1, round(cycles)) * minutes:g} minutes "
+            "or a cycle that divides it"
+        )
+
+
 def check_warmup_minutes(cfg: DictConfig) -> None:
     """``scheduler.warmup_minutes``: the first training minutes over which a constant lr rises
-    from zero; with a time budget, it and the tail must fit in it."""
+    from zero; with a time budget, it and the tail must fit in it (in its first cycle, with cycles)."""
     minutes = select(cfg, "scheduler.warmup_minutes", 0)
     if minutes in (0, None):
         return
@@ -113,11 +138,18 @@ def check_warmup_minutes(cfg: DictConfig) -> None:
         raise ConfigError(f"scheduler.warmup_minutes={minutes!r}: give training minutes >= 0 (e.g. 2), or 0 for none")
     budget = select(cfg, "epoch_knn.stop_after_minutes") if select(cfg, "epoch_knn.enabled", False) else None
     tail = select(cfg, "scheduler.tail_minutes", 0) or 0
-    if is_number(budget) and budget > 0 and minutes + tail > budget:
-        raise ConfigError(
-            f"scheduler.warmup_minutes={minutes} and scheduler.tail_minutes={tail} overlap in the budget, "
-            f"epoch_knn.stop_after_minutes={budget}: give a warm-up of at most {budget - tail:g} minutes"
+    room = select(cfg, "scheduler.cycle_minutes", 0) or budget  # the warm-up is in the first cycle
+    if is_number(room) and room > 0 and minutes + tail > room:
+        where = (
+            f"the first cycle, scheduler.cycle_minutes={room}"
+            if room != budget
+            else f"the budget, epoch_knn.stop_after_minutes={budget}"
         )
+        raise ConfigError(
+            f"scheduler.warmup_minutes={minutes} and scheduler.tail_minutes={tail} overlap in {where}: "
+            + (f"give a warm-up of at most {room - tail:g} minutes" if room > tail else "the tail fills it: give a "
+               "shorter scheduler.tail_minutes, or no warm-up")
+        )  # fmt: skip
 
 
 PROBE_RULES: tuple[Rule, ...] = (

@@ -104,7 +104,8 @@ def model_card(config: Dict[str, Any]) -> str:
             else ""
         )
         + (f" (lr linear to zero over the last {n} epochs)" if (n := train.get("lr_tail_epochs")) else "")
-        + (f" (lr linear to zero over the last {t:g} training minutes)" if (t := train.get("lr_tail_minutes")) else "")
+        + (f" (lr linear to zero over the last {t:g} training minutes" if (t := train.get("lr_tail_minutes")) else "")
+        + (f" of every {c:g}-minute cycle)" if (c := train.get("lr_cycle_minutes")) else ")" if t else "")
         + f", precision {train['precision']}",
         f"- trained with mvssl-plugin {train['plugin_version'] or '(version not recorded)'}"
         + (f" at {train['plugin_commit']}" if train["plugin_commit"] else ""),

@@ -178,6 +178,7 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
         "lr_warmup_minutes": float(scheduler.get("warmup_minutes") or 0),  # scheduler.warmup_minutes
         "lr_tail_epochs": int(scheduler.get("tail_epochs") or 0),  # scheduler.tail_epochs
         "lr_tail_minutes": float(scheduler.get("tail_minutes") or 0),  # scheduler.tail_minutes
+        "lr_cycle_minutes": float(scheduler.get("cycle_minutes") or 0),  # scheduler.cycle_minutes
         "precision": args.get("precision"),
         "run_name": args.get("name"),
         "commands": [shareable(launch.get("command")) for launch in launches],

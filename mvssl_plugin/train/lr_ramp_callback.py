@@ -2,7 +2,8 @@
 ``scheduler.name: none``: a linear warm-up over the first minutes of the run's training clock
 (``scheduler.warmup_minutes``), and a linear tail to zero over its last epochs
 (``scheduler.tail_epochs``) or over the last minutes of its time budget
-(``scheduler.tail_minutes`` with ``epoch_knn.stop_after_minutes``).
+(``scheduler.tail_minutes`` with ``epoch_knn.stop_after_minutes``), that tail repeated in every
+cycle of ``scheduler.cycle_minutes`` of the budget.
 
 A callback, not a torch scheduler: the lr is a function of the global step, or of the training
 clock, which checkpoints carry; so a run resumed from any checkpoint (its own, or its constant
@@ -18,7 +19,7 @@ from typing import Optional, Tuple
 
 from lightning.pytorch.callbacks import Callback
 
-from mvssl_plugin.lr_ramps import tail_factor, warmup_factor
+from mvssl_plugin.lr_ramps import cycle_position, tail_factor, warmup_factor
 from mvssl_plugin.train.run_log import TrainClock
 
 #: the key each param group keeps its constant lr under (saved with the optimizer's state, so a
@@ -34,7 +35,8 @@ class LrRamps(Callback):
     ``warmup_minutes``: the first minutes of training, counted on ``clock`` (the run's
     :class:`TrainClock`: evaluation time is off it). ``tail_epochs``: the run's last epochs,
     counted in optimizer steps. ``tail_minutes`` and ``budget_minutes``: the last minutes of a
-    time budget, counted on ``clock``."""
+    time budget, counted on ``clock``; with ``cycle_minutes``, the last ``tail_minutes`` of each
+    cycle of that length (the budget a whole number of them)."""
 
     def __init__(
         self,
@@ -43,6 +45,7 @@ class LrRamps(Callback):
         budget_minutes: Optional[float] = None,
         clock: Optional[TrainClock] = None,
         warmup_minutes: float = 0.0,
+        cycle_minutes: float = 0.0,
     ) -> None:
         if tail_epochs and tail_minutes:
             raise ValueError("give tail_epochs or tail_minutes, not both")
@@ -52,6 +55,13 @@ class LrRamps(Callback):
             raise ValueError("give a warm-up or a tail: warmup_minutes, tail_epochs or tail_minutes")
         self.tail_epochs, self.tail_minutes, self.budget_minutes = int(tail_epochs), tail_minutes, budget_minutes
         self.warmup_minutes = warmup_minutes
+        if cycle_minutes and not tail_minutes:
+            raise ValueError("cycle_minutes repeats the tail: give tail_minutes and budget_minutes")
+        if cycle_minutes and tail_minutes > cycle_minutes:
+            raise ValueError(f"tail_minutes={tail_minutes} must fit in a cycle of cycle_minutes={cycle_minutes}")
+        if cycle_minutes:  # the budget a whole number of cycles
+            cycle_position(0.0, float(budget_minutes), cycle_minutes)  # type: ignore[arg-type]
+        self.cycle_minutes = cycle_minutes
         self.steps = (1, 0)  # (the run's optimizer steps, the tail's), set when training starts
         self.clock = clock
 
@@ -65,7 +75,8 @@ class LrRamps(Callback):
         """``tail_factor``'s (now, end, tail): in optimizer steps, or in training seconds."""
         if not self.tail_minutes:
             return (trainer.global_step, *self.steps)
-        return self.clock.train_now(), 60.0 * self.budget_minutes, 60.0 * self.tail_minutes  # type: ignore[union-attr,operator]
+        now, end = cycle_position(self.clock.train_now(), 60.0 * self.budget_minutes, 60.0 * self.cycle_minutes)  # type: ignore[union-attr,operator]
+        return now, end, 60.0 * self.tail_minutes
 
     def factor(self, trainer) -> float:
         """The lr's multiplier for the coming step."""

@@ -100,7 +100,10 @@ def build_trainer(
         callbacks.append(TimeToAccuracy(cfg.time_to_accuracy.metrics, cfg.time_to_accuracy.targets, clock=run_log))
     if select(cfg, "effective_rank.enabled", False):
         callbacks.append(EffectiveRank(cfg.effective_rank.num_samples))
-    ramps = {key: select(cfg, f"scheduler.{key}", 0) or 0 for key in ("warmup_minutes", "tail_epochs", "tail_minutes")}
+    ramps = {
+        key: select(cfg, f"scheduler.{key}", 0) or 0
+        for key in ("warmup_minutes", "tail_epochs", "tail_minutes", "cycle_minutes")
+    }
     if any(ramps.values()):
         budget = select(cfg, "epoch_knn.stop_after_minutes") if ramps["tail_minutes"] else None
         callbacks.append(LrRamps(**ramps, budget_minutes=budget, clock=run_log))

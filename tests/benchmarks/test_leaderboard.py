@@ -469,6 +469,22 @@ def test_the_augmentations_ramp_is_read_against_the_resolution_ramp_alone():
             plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=1, ramp=ramp_, strength=strength)
 
 
+def test_the_cyclic_lr_is_the_picks_tailed_split_line_with_the_tail_in_every_cycle():
+    rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
+    _, tail = plans.split_lines(rows, "mmcr", minutes=60, tail=20, seed=1)
+    cyclic = plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=1, cycle=20)
+    assert cyclic.split("|")[0] == "split60-mmcr-adam-8e-3-cycle20-tail20-s1"
+    words, base = cyclic.split("|")[1].split(), tail.split("|")[1].split()
+    # the cycle is the one difference from the run it is read against: the same lr, tail and budget
+    assert set(words) - set(base) == {"++scheduler.cycle_minutes=20"} and set(base) <= set(words)
+    screen, lever, seed = plans.split_of(cyclic.split("|")[0])
+    assert (screen.tag, lever, seed) == ("mmcr-adam-8e-3", "cycle20-tail20", "1")
+    assert plans.lever_base(lever) == "tail20"
+    for minutes, tail_, cycle in ((60, 20, 25), (60, 0, 20), (60, 30, 20)):  # not dividing; no tail; tail > cycle
+        with pytest.raises(SystemExit, match="--cycle .*: the tail's cycle, minutes that divide --minutes"):
+            plans.lever_line(rows, "mmcr", minutes=minutes, tail=tail_, seed=1, cycle=cycle)
+
+
 def test_compile_at_a_records_length_is_the_picks_constant_lr_split_line_compiled():
     rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
     const, _ = plans.split_lines(rows, "mmcr", minutes=30, tail=0, seed=2)

@@ -1,8 +1,9 @@
-"""``scheduler.warmup_minutes``, ``scheduler.tail_epochs`` and ``scheduler.tail_minutes`` as a user
-sets them: checked before any work, and through main_pretrain.py a constant lr that rises linearly
-from zero over the first training minutes, and falls linearly to zero over the last epochs (also in
-a run that goes on from a constant run's checkpoint, which holds no scheduler state) or over the
-last minutes of the run's time budget, on its training clock."""
+"""``scheduler.warmup_minutes``, ``scheduler.tail_epochs``, ``scheduler.tail_minutes`` and
+``scheduler.cycle_minutes`` as a user sets them: checked before any work, and through
+main_pretrain.py a constant lr that rises linearly from zero over the first training minutes, and
+falls linearly to zero over the last epochs (also in a run that goes on from a constant run's
+checkpoint, which holds no scheduler state) or over the last minutes of the run's time budget, or
+of every cycle of it, on its training clock."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from helpers import assert_one_line, checked_config, run_entry, tiny_overrides
 from mvssl_plugin.config import check_training_keys
 from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.files import read_csv
-from mvssl_plugin.lr_ramps import tail_factor
+from mvssl_plugin.lr_ramps import cycle_position, tail_factor
 from mvssl_plugin.runs import EPOCH_KNN
 from mvssl_plugin.train.lr_ramp_callback import BASE_LR, LrRamps
 
@@ -50,6 +51,38 @@ pytestmark = pytest.mark.usefixtures("one_thread")
             {"++scheduler.warmup_minutes": 6, "++scheduler.tail_minutes": 5, "epoch_knn.stop_after_minutes": 10},
             "overlap in the budget, epoch_knn.stop_after_minutes=10: give a warm-up of at most 5 minutes",
         ),
+        (
+            {"++scheduler.cycle_minutes": 20, "epoch_knn.stop_after_minutes": 60},
+            "scheduler.cycle_minutes=20 repeats the tail in every cycle: give scheduler.tail_minutes in (0, 20]",
+        ),
+        (
+            {"++scheduler.cycle_minutes": 10, "++scheduler.tail_minutes": 20, "epoch_knn.stop_after_minutes": 60},
+            "give scheduler.tail_minutes in (0, 10]",
+        ),
+        (
+            {"++scheduler.cycle_minutes": 25, "++scheduler.tail_minutes": 20, "epoch_knn.stop_after_minutes": 60},
+            "does not divide the budget, epoch_knn.stop_after_minutes=60, so the run would stop inside a cycle: "
+            "give a budget of 50 minutes",
+        ),
+        ({"++scheduler.cycle_minutes": -5}, "scheduler.cycle_minutes=-5: give training minutes >= 0"),
+        (
+            {
+                "++scheduler.cycle_minutes": 20,
+                "++scheduler.tail_minutes": 20,
+                "epoch_knn.stop_after_minutes": 60,
+                "++scheduler.warmup_minutes": 3,
+            },
+            "overlap in the first cycle, scheduler.cycle_minutes=20: the tail fills it: give a shorter scheduler.tail",
+        ),  # fmt: skip
+        (
+            {
+                "++scheduler.cycle_minutes": 20,
+                "++scheduler.tail_minutes": 20,
+                "epoch_knn.stop_after_minutes": 60,
+                "scheduler.name": "warmup_cosine",
+            },
+            "set scheduler.name=none, or scheduler.tail_minutes=0",
+        ),  # fmt: skip
     ],
 )
 def test_a_ramp_the_run_cannot_take_is_refused_naming_the_fix(overrides, fragment):
@@ -73,6 +106,30 @@ def test_counted_in_minutes_the_lr_follows_the_training_clock():
         seen.append([group["lr"] for group in optimizer.param_groups])
     expected = [[0.1, 0.02], [0.1, 0.02], [0.05, 0.01], [0.005, 0.001], [0.0, 0.0]]
     assert seen == [pytest.approx(e) for e in expected]
+
+
+def test_in_cycles_the_tail_ends_every_cycle_and_the_lr_starts_again():
+    """A 60-minute budget in 20-minute cycles, each all tail: the full lr at 0, 20 and 40, half at
+    10, 30 and 50, none past the budget; cycles of 20 with a 5-minute tail hold the lr until 15."""
+    clock = SimpleNamespace(seconds=0.0)
+    cycles = LrRamps(tail_minutes=20, cycle_minutes=20, budget_minutes=60,
+                     clock=SimpleNamespace(train_now=lambda: clock.seconds))  # fmt: skip
+    short = LrRamps(tail_minutes=5, cycle_minutes=20, budget_minutes=60,
+                    clock=SimpleNamespace(train_now=lambda: clock.seconds))  # fmt: skip
+    trainer = SimpleNamespace(global_step=0)
+    seen = []
+    for minutes in (0, 10, 19, 20, 30, 40, 50, 59, 60.5):
+        clock.seconds = 60.0 * minutes
+        seen.append((cycles.factor(trainer), short.factor(trainer)))
+    assert [c for c, _ in seen] == pytest.approx([1, 0.5, 0.05, 1, 0.5, 1, 0.5, 0.05, 0])
+    assert [s for _, s in seen] == pytest.approx([1, 1, 0.2, 1, 1, 1, 1, 0.2, 0])
+    assert cycle_position(1500.0, 3600.0, 0.0) == (1500.0, 3600.0)  # no cycle: the budget is one
+    with pytest.raises(ValueError, match="whole number of cycles of 25"):
+        cycle_position(0.0, 60.0, 25.0)
+    with pytest.raises(ValueError, match="must fit in a cycle"):
+        LrRamps(tail_minutes=20, cycle_minutes=10, budget_minutes=60, clock=clock)
+    with pytest.raises(ValueError, match="cycle_minutes repeats the tail"):
+        LrRamps(warmup_minutes=2, cycle_minutes=10, budget_minutes=60, clock=clock)
 
 
 def test_the_warm_up_and_the_tail_multiply_on_one_clock():
@@ -198,6 +255,20 @@ def test_a_time_budgets_tail_lowers_the_lr_with_the_training_clock(tiny_cifar, t
         assert 1 - seconds[epoch] / 600 <= factors[epoch] < 1
     assert factors[1] < factors[0]
     assert "lr linear to zero over the last 10 training minutes" in card
+
+
+@pytest.mark.slow
+def test_cycles_start_the_tail_at_the_first_cycles_start(tiny_cifar, tmp_path):
+    """A 10-minute budget in 5-minute cycles, each all tail: the run's seconds lie in the first
+    cycle, where the tail alone (its last 5 minutes) would leave the lr whole; so each epoch ends
+    below the constant lr by at least its clock allows, 1 - t / 300; the encoder's card says so."""
+    ramp = ["epoch_knn.stop_after_minutes=10", "++scheduler.tail_minutes=5", "++scheduler.cycle_minutes=5"]
+    seconds, factors, card = _ramped_run(tiny_cifar, tmp_path, ramp)
+    assert seconds[1] < 300  # both epochs inside the first cycle
+    for epoch in (0, 1):
+        assert 1 - seconds[epoch] / 300 <= factors[epoch] < 1
+    assert factors[1] < factors[0]
+    assert "lr linear to zero over the last 5 training minutes of every 5-minute cycle" in card
 
 
 @pytest.mark.slow
