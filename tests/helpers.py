@@ -28,6 +28,14 @@ def has_dali() -> bool:
 NEEDS_DALI = pytest.mark.skipif(not has_dali(), reason="the dali extra is not installed")
 
 
+def console_script(name: str) -> str:
+    """The installed console script beside the interpreter under test (``venv/bin/mvssl-embed``),
+    so ``make test PYTHON=venv/bin/python`` tests that venv's scripts without its activation;
+    the bare name (found on PATH) where the interpreter's folder has none."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else name
+
+
 def cpu_autocast_enabled() -> bool:
     """Whether autocast is on for the CPU. torch >= 2.4 asks per device (``is_autocast_enabled("cpu")``);
     an older torch's ``is_autocast_enabled`` takes no argument (it answers for CUDA) and has

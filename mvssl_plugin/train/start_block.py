@@ -79,12 +79,36 @@ def start_facts(cfg: DictConfig, num_images: int, steps_per_epoch: int) -> Dict[
             f"{cfg.optimizer.batch_size} per process x {processes}; {steps_per_epoch} steps per epoch; "
             f"{cfg.max_epochs} epochs"
         ),
-        "optimizer": f"{cfg.optimizer.name}, lr {cfg.optimizer.lr:g}"
+        "optimizer": f"{cfg.optimizer.name}, lr {cfg.optimizer.lr:g} ({schedule_text(cfg)})"
         + (f", {path}" if (path := select(cfg, "performance.optimizer_path")) else ""),
         "hardware": f"{cfg.accelerator}, {processes} process(es), precision {cfg.precision}"
         + (f" ({reason})" if (reason := select(cfg, "performance.precision_reason")) else "")
         + cpu_text(cfg),
     }
+
+
+def schedule_text(cfg: DictConfig) -> str:
+    """``constant, linear to zero over the last 20 training minutes of every 20-minute cycle of the
+    60-minute budget``: the lr's schedule, solo-learn's by name, or the constant lr's ramps
+    (train/lr_ramp_callback.py), so a run's log says which lr it trained with."""
+    name = select(cfg, "scheduler.name", "none")
+    if name != "none":
+        return name
+    ramp = lambda key: select(cfg, f"scheduler.{key}", 0) or 0  # noqa: E731
+    parts = ["constant"]
+    if warmup := ramp("warmup_minutes"):
+        parts.append(f"linear from zero over the first {warmup:g} training minutes")
+    if epochs := ramp("tail_epochs"):
+        parts.append(f"linear to zero over the last {epochs} epochs")
+    if minutes := ramp("tail_minutes"):
+        cycle, budget = ramp("cycle_minutes"), select(cfg, "epoch_knn.stop_after_minutes")
+        span = (
+            f"every {cycle:g}-minute cycle of the {budget:g}-minute budget"
+            if cycle
+            else f"the {budget:g}-minute budget"
+        )
+        parts.append(f"linear to zero over the last {minutes:g} training minutes of {span}")
+    return ", ".join(parts)
 
 
 def cpu_text(cfg: DictConfig) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import assert_one_line, make_image_folder, run_entry, tiny_overrides
+from helpers import assert_one_line, console_script, make_image_folder, run_entry, tiny_overrides
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
@@ -183,7 +183,17 @@ def test_embed_gives_one_row_per_image_with_labels_and_the_encoders_features(exp
     images = make_image_folder(tmp_path / "images", per_class=3, seed=7)
     out = tmp_path / "features.npz"
     result = subprocess.run(
-        ["mvssl-embed", str(exported["out"]), str(images), "--out", str(out), "--batch-size", "4", "--device", "cpu"],
+        [
+            console_script("mvssl-embed"),
+            str(exported["out"]),
+            str(images),
+            "--out",
+            str(out),
+            "--batch-size",
+            "4",
+            "--device",
+            "cpu",
+        ],
         capture_output=True,
         text=True,
     )
@@ -205,8 +215,8 @@ def test_umap_draws_train_and_val_on_the_cpu(narrow, tiny_cifar, tmp_path):
     pytest.importorskip("umap")
     out = tmp_path / "umap.png"
     result = subprocess.run(
-        ["mvssl-umap", str(narrow["out"]), tiny_cifar["train"], "--val", tiny_cifar["test"], "--out", str(out),
-         "--device", "cpu"],
+        [console_script("mvssl-umap"), str(narrow["out"]), tiny_cifar["train"], "--val", tiny_cifar["test"],
+         "--out", str(out), "--device", "cpu"],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
@@ -266,7 +276,7 @@ def test_embed_and_umap_refuse_bad_input_in_one_line(narrow, tmp_path, capsys):
     taken.write_bytes(b"mine")
     # as a user runs it: the console script's exit status and its one line
     result = subprocess.run(
-        ["mvssl-embed", str(narrow["out"]), str(empty), "--out", str(tmp_path / "a.npz")],
+        [console_script("mvssl-embed"), str(narrow["out"]), str(empty), "--out", str(tmp_path / "a.npz")],
         capture_output=True,
         text=True,
     )

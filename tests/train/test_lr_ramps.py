@@ -15,7 +15,7 @@ from helpers import assert_one_line, checked_config, run_entry, tiny_overrides
 
 from mvssl_plugin.config import check_training_keys
 from mvssl_plugin.errors import ConfigError
-from mvssl_plugin.files import read_csv
+from mvssl_plugin.files import read_csv, read_json
 from mvssl_plugin.lr_ramps import cycle_position, tail_factor
 from mvssl_plugin.runs import EPOCH_KNN
 from mvssl_plugin.train.lr_ramp_callback import BASE_LR, LrRamps
@@ -130,6 +130,30 @@ def test_in_cycles_the_tail_ends_every_cycle_and_the_lr_starts_again():
         LrRamps(tail_minutes=20, cycle_minutes=10, budget_minutes=60, clock=clock)
     with pytest.raises(ValueError, match="cycle_minutes repeats the tail"):
         LrRamps(warmup_minutes=2, cycle_minutes=10, budget_minutes=60, clock=clock)
+
+
+@pytest.mark.parametrize(
+    "overrides, text",
+    [
+        ({}, "constant"),
+        ({"scheduler.name": "warmup_cosine"}, "warmup_cosine"),
+        (
+            {"++scheduler.warmup_minutes": 2, "++scheduler.tail_minutes": 20, "epoch_knn.stop_after_minutes": 60},
+            "constant, linear from zero over the first 2 training minutes, linear to zero over the last 20 "
+            "training minutes of the 60-minute budget",
+        ),
+        (
+            {"++scheduler.tail_minutes": 20, "++scheduler.cycle_minutes": 20, "epoch_knn.stop_after_minutes": 60},
+            "constant, linear to zero over the last 20 training minutes of every 20-minute cycle of the 60-minute "
+            "budget",
+        ),
+        ({"++scheduler.tail_epochs": 3}, "constant, linear to zero over the last 3 epochs"),
+    ],
+)
+def test_the_start_block_says_the_lrs_schedule(overrides, text):
+    from mvssl_plugin.train.start_block import schedule_text
+
+    assert schedule_text(checked_config("speedrun_mabt_cpu.yaml", "cpu", **overrides)) == text
 
 
 def test_the_warm_up_and_the_tail_multiply_on_one_clock():
@@ -269,6 +293,11 @@ def test_cycles_start_the_tail_at_the_first_cycles_start(tiny_cifar, tmp_path):
         assert 1 - seconds[epoch] / 300 <= factors[epoch] < 1
     assert factors[1] < factors[0]
     assert "lr linear to zero over the last 5 training minutes of every 5-minute cycle" in card
+    (args,) = tmp_path.rglob("args.json")  # the start block's facts, as the run printed them
+    assert (
+        "5 training minutes of every 5-minute cycle of the 10-minute budget"
+        in read_json(args)["run_summary"]["optimizer"]
+    )
 
 
 @pytest.mark.slow
