@@ -74,6 +74,9 @@ for _path in ALLOCATORS:
         _label = f"bf16 channels-last, {Path(_path).name.split('.')[0][3:]}"
         ENV_SETTINGS[_label] = {"LD_PRELOAD": _path}
         SETTINGS += ((_label, ["precision=bf16-mixed", "performance.disable_channel_last=false"]),)
+        # with compile too: whether the two levers' gains stack
+        ENV_SETTINGS[f"{_label}, compiled"] = {"LD_PRELOAD": _path}
+        SETTINGS += ((f"{_label}, compiled", ["precision=bf16-mixed", "performance.compile=true"]),)
 
 
 @functools.lru_cache(maxsize=None)
