@@ -58,3 +58,20 @@ def warmup_factor(now: float, warmup: float) -> float:
     if warmup < 0 or now < 0:
         raise ValueError(f"warmup={warmup} and now={now} must be >= 0")
     return 1.0 if now >= warmup else now / warmup
+
+
+def ramp_phrases(
+    warmup_minutes: float = 0, tail_epochs: int = 0, tail_minutes: float = 0, cycle_minutes: float = 0
+) -> list[str]:
+    """The ramps in words, one phrase each (none set: ``[]``), for the start block and the model
+    card to say the same thing: e.g. ``["linear from zero over the first 2 training minutes",
+    "linear to zero over the last 20 training minutes of every 20-minute cycle"]``."""
+    phrases = [f"linear from zero over the first {warmup_minutes:g} training minutes"] if warmup_minutes else []
+    if tail_epochs:
+        phrases.append(f"linear to zero over the last {tail_epochs} epochs")
+    if tail_minutes:
+        phrases.append(
+            f"linear to zero over the last {tail_minutes:g} training minutes"
+            + (f" of every {cycle_minutes:g}-minute cycle" if cycle_minutes else "")
+        )
+    return phrases

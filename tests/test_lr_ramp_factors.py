@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mvssl_plugin.lr_ramps import tail_factor, warmup_factor
+from mvssl_plugin.lr_ramps import ramp_phrases, tail_factor, warmup_factor
 
 
 def test_the_lr_is_constant_until_the_tail_then_falls_by_one_tail_step_each_step():
@@ -43,3 +43,16 @@ def test_the_warm_up_rises_in_a_straight_line_from_zero_to_the_full_lr_and_stays
 def test_a_negative_warm_up_or_clock_is_an_error(now, warmup):
     with pytest.raises(ValueError, match="must be >= 0"):
         warmup_factor(now, warmup)
+
+
+def test_the_ramps_in_words_one_phrase_each():
+    """The start block and the model card both take these phrases: a ramp unset says nothing."""
+    assert ramp_phrases() == []
+    assert ramp_phrases(2.5, 3) == [
+        "linear from zero over the first 2.5 training minutes",
+        "linear to zero over the last 3 epochs",
+    ]
+    assert ramp_phrases(tail_minutes=20) == ["linear to zero over the last 20 training minutes"]
+    assert ramp_phrases(tail_minutes=20, cycle_minutes=20) == [
+        "linear to zero over the last 20 training minutes of every 20-minute cycle"
+    ]

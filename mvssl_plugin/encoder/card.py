@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List
 
+from mvssl_plugin.lr_ramps import ramp_phrases
+
 CITATION = """@inproceedings{agrawal2024harnessing,
   title     = {Harnessing small projectors and multiple views for efficient vision pretraining},
   author    = {Agrawal, Kumar Krishna and Ghosh, Arna and Sodhani, Shagun and Oberman, Adam and Richards, Blake},
@@ -98,14 +100,15 @@ def model_card(config: Dict[str, Any]) -> str:
         f"- {train['dataset']}, data fraction {train['data_fraction']}; {train['epochs_trained']} of "
         f"{train['max_epochs']} epochs, {train['steps']} steps, {train['views_seen']} views seen",
         f"- optimizer {json.dumps(train['optimizer'])}, scheduler {train['scheduler']}"
-        + (
-            f" (lr linear from zero over the first {w:g} training minutes)"
-            if (w := train.get("lr_warmup_minutes"))
-            else ""
+        + "".join(
+            f" (lr {phrase})"
+            for phrase in ramp_phrases(
+                train.get("lr_warmup_minutes") or 0,
+                train.get("lr_tail_epochs") or 0,
+                train.get("lr_tail_minutes") or 0,
+                train.get("lr_cycle_minutes") or 0,
+            )
         )
-        + (f" (lr linear to zero over the last {n} epochs)" if (n := train.get("lr_tail_epochs")) else "")
-        + (f" (lr linear to zero over the last {t:g} training minutes" if (t := train.get("lr_tail_minutes")) else "")
-        + (f" of every {c:g}-minute cycle)" if (c := train.get("lr_cycle_minutes")) else ")" if t else "")
         + f", precision {train['precision']}",
         f"- trained with mvssl-plugin {train['plugin_version'] or '(version not recorded)'}"
         + (f" at {train['plugin_commit']}" if train["plugin_commit"] else ""),

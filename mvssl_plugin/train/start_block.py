@@ -19,6 +19,7 @@ from mvssl_plugin.config.beta import beta_of
 from mvssl_plugin.config.hardware import world_size
 from mvssl_plugin.config.views import views_of
 from mvssl_plugin.data.formats import FORMATS
+from mvssl_plugin.lr_ramps import ramp_phrases
 from mvssl_plugin.registry import beta_slot, is_multiview
 from mvssl_plugin.train.run_log import run_folder
 
@@ -95,19 +96,10 @@ def schedule_text(cfg: DictConfig) -> str:
     if name != "none":
         return name
     ramp = lambda key: select(cfg, f"scheduler.{key}", 0) or 0  # noqa: E731
-    parts = ["constant"]
-    if warmup := ramp("warmup_minutes"):
-        parts.append(f"linear from zero over the first {warmup:g} training minutes")
-    if epochs := ramp("tail_epochs"):
-        parts.append(f"linear to zero over the last {epochs} epochs")
-    if minutes := ramp("tail_minutes"):
-        cycle, budget = ramp("cycle_minutes"), select(cfg, "epoch_knn.stop_after_minutes")
-        span = (
-            f"every {cycle:g}-minute cycle of the {budget:g}-minute budget"
-            if cycle
-            else f"the {budget:g}-minute budget"
-        )
-        parts.append(f"linear to zero over the last {minutes:g} training minutes of {span}")
+    phrases = ramp_phrases(ramp("warmup_minutes"), ramp("tail_epochs"), ramp("tail_minutes"), ramp("cycle_minutes"))
+    if ramp("tail_minutes"):  # the tail's clock: the budget it ends
+        phrases[-1] += f" of the {select(cfg, 'epoch_knn.stop_after_minutes'):g}-minute budget"
+    parts = ["constant", *phrases]
     return ", ".join(parts)
 
 
