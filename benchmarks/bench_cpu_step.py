@@ -21,10 +21,14 @@ sharing one process with the eager setting, the compiled step of ``speedrun_mavi
 timed 0.174-0.180 s against eager's 0.218-0.219; each in its own process, 0.195-0.199 s against
 0.220-0.224, which is what the recipe's own run gets (the AMX Xeon, 2026-12-03; docs/performance.md).
 
+The hard views' setting cuts 2m views and trains on each image's m hardest, chosen at 16 px
+(``method_kwargs.hard_views``): its step holds the choosing pass and the extra views' cutting.
+
 Beside each median: the model step's FLOPs (forward and backward, counted once per m by
-``step_accounting.flops_by_op``) over the whole step's seconds, and that rate's share of this
-CPU's peak for the setting's precision (``step_accounting.peak``: the arithmetic is printed; the
-clock is /proc/cpuinfo's). Data, loss and Lightning count as time but not as FLOPs.
+``step_accounting.flops_by_op``; not the hard views' choosing pass) over the whole step's seconds,
+and that rate's share of this CPU's peak for the setting's precision (``step_accounting.peak``: the
+arithmetic is printed; the clock is /proc/cpuinfo's). Data, loss and Lightning count as time but not
+as FLOPs.
 
 ``--profile`` prints, per setting, the operators that take the most time over a few steps
 (torch.profiler): where a setting gains or loses.
@@ -45,6 +49,8 @@ REPO = Path(__file__).resolve().parents[1]
 from step_accounting import cpu_facts, flops_by_op, peak, recipe_step  # noqa: E402
 from step_clock import in_fresh_process, quiet, run_setting  # noqa: E402
 
+#: the setting that cuts 2m views and trains on each image's m hardest (``method_kwargs.hard_views``)
+HARD = "bf16 channels-last, the m hardest of 2m views"
 #: (label, overrides): what is compared
 SETTINGS = (
     ("fp32 channels-last", ["precision=32", "performance.disable_channel_last=false"]),
@@ -58,6 +64,8 @@ SETTINGS = (
     ("bf16 channels-last, compiled", ["precision=bf16-mixed", "performance.compile=true"]),
     # a wider first stage (issue 94): 16 channels half-fill an AMX tile row of 32 bf16 values
     ("bf16 channels-last, first stage 32 wide", ["precision=bf16-mixed", "+backbone.kwargs.first_stage_width=32"]),
+    # hard positive mining (issue 94): 2m views cut, the m hardest trained, chosen at 16 px
+    (HARD, ["precision=bf16-mixed", "++method_kwargs.hard_views_side=16"]),
 )
 
 #: label: the child's environment, for the runtimes' levers (issue 94); only with --isolate, whose
@@ -120,7 +128,9 @@ def main() -> None:
             for label, overrides in settings[r % len(settings) :] + settings[: r % len(settings)]:
                 if args.profile:
                     print(f"\n### m = {m}, {label}")
-                setting = (overrides + args.set + [f"data.num_views={m}"], args.steps, out, args.profile, args.recipe)
+                views = [f"data.num_views={2 * m}", f"++method_kwargs.hard_views={m}"] if label == HARD else []
+                views = views or [f"data.num_views={m}"]
+                setting = (overrides + args.set + views, args.steps, out, args.profile, args.recipe)
                 env = ENV_SETTINGS.get(label)
                 if env and not args.isolate:
                     raise SystemExit(f"{label!r} sets the runtime's environment: run it with --isolate")

@@ -10,6 +10,7 @@ validation split, never on the test set.
     python benchmarks/leaderboard.py split --method mmcr --minutes 30 --tail 0 --first-stage-width 32
     python benchmarks/leaderboard.py split --method mmcr --ramp 16 --strength 0.5  # + the augmentation's ramp
     python benchmarks/leaderboard.py split --method mmcr --cycle 20  # the tail in every 20-minute cycle
+    python benchmarks/leaderboard.py split --method mmcr --hard-views 2 4 16  # the 2 hardest of 4 views
     python benchmarks/leaderboard.py precision            # each pick's loss in bf16, then float32 (3 epochs)
     python benchmarks/leaderboard.py collect ROOT         # copies the finished screens and records below ROOT here
     python benchmarks/leaderboard.py report               # the screens' table (each method's pick), the records'
@@ -301,6 +302,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                        "channels wide (with --tail 0: read against the constant lr)")  # fmt: skip
     split.add_argument("--cycle", type=float, default=0.0, help="the lever is the tail repeated in every cycle of "
                        "these minutes (they divide --minutes; read against the pick with the tail)")  # fmt: skip
+    split.add_argument("--hard-views", type=int, nargs=3, metavar=("K", "M", "SIDE"),
+                       help="the lever is each image trained on its K hardest of M views, chosen at SIDE px "
+                            "(read against the pick with the tail)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.action == "plan":
         for s in edge_screens(read_csv(OUT / "screens.csv")) if args.round == "C" else screens(args.round):
@@ -322,6 +326,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             args.strength is not None,
             args.first_stage_width,
             args.cycle,
+            args.hard_views,
         )
         if any(levers):
             ramp = (args.ramp, args.ramp_end) if args.ramp else None
@@ -330,6 +335,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                     rows, args.method, args.minutes, args.tail, args.seed,
                     warmup=args.warmup, peak=args.peak, ramp=ramp, compiled=args.compile, strength=args.strength,
                     first_stage=args.first_stage_width, cycle=args.cycle,
+                    hard=tuple(args.hard_views) if args.hard_views else None,
                 )
             )  # fmt: skip
         else:

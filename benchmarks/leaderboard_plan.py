@@ -162,6 +162,7 @@ def split_tag(
     strength: Optional[float] = None,
     first_stage: Optional[int] = None,
     cycle: float = 0,
+    hard: Optional[Tuple[int, int, int]] = None,
 ) -> str:
     """``split60-mmcr-adam-8e-3-tail20-s1``: a pick trained 60 minutes on the split, its lr's tail 20
     (or ``const``); ``split60-mmcr-adam-1.6e-2-warm3-tail20-s1`` with a 3-minute warm-up;
@@ -170,8 +171,10 @@ def split_tag(
     the augmentation's magnitude growing with that ramp from half the recipe's;
     ``split30-mmcr-adam-8e-3-compile-const-s1`` compiled; ``split30-mmcr-adam-8e-3-first32-const-s1``
     with the backbone's first stage 32 channels wide; ``split60-mmcr-adam-8e-3-cycle20-tail20-s1`` with
-    the tail repeated in every 20-minute cycle of the budget."""
+    the tail repeated in every 20-minute cycle of the budget; ``split60-mmcr-adam-8e-3-hard2of4at16-tail20-s1``
+    trained on each image's 2 hardest of 4 views, chosen at 16 px."""
     words = [
+        *([f"hard{hard[0]}of{hard[1]}at{hard[2]}"] if hard else []),
         *([f"first{first_stage}"] if first_stage else []),
         *(["compile"] if compiled else []),
         *([f"aug{strength:g}"] if strength is not None else []),
@@ -235,6 +238,7 @@ def lever_line(
     strength: Optional[float] = None,
     first_stage: Optional[int] = None,
     cycle: float = 0,
+    hard: Optional[Tuple[int, int, int]] = None,
 ) -> str:
     """``tag|arguments`` of a lever at a record's length, read on the split against ``split_lines``'s
     run with the tail (its ``lever_base``; ``--tail 0``: the constant lr's run): that run's arguments
@@ -246,7 +250,12 @@ def lever_line(
     the training clock, the per-epoch kNN on the eager forward), or with the backbone's first stage
     ``first_stage`` channels wide (``backbone.kwargs.first_stage_width``: the step's tile fill), or with
     the tail repeated in every ``cycle`` minutes of the budget (``scheduler.cycle_minutes``: each
-    cycle's end a finished model, arXiv 2212.05611's extendable cyclic lr)."""
+    cycle's end a finished model, arXiv 2212.05611's extendable cyclic lr), or trained on each image's
+    ``hard = (k, m, side)``: its k hardest of m views, chosen at ``side`` px (``method_kwargs.hard_views``:
+    arXiv 2212.05611's hard positive mining)."""
+    if hard is not None and not (2 <= hard[0] < hard[1] and hard[2] >= 8):
+        raise SystemExit(f"--hard-views {hard[0]} {hard[1]} {hard[2]}: keep k of m views (2 <= k < m), chosen at a "
+                         "side of 8 px or more")  # fmt: skip
     if strength is not None and (not ramp or not 0 <= strength < 1):
         raise SystemExit(f"--strength {strength:g}: the augmentation's magnitude at the ramp's start, a fraction "
                          "in [0, 1), with --ramp px")  # fmt: skip
@@ -258,11 +267,11 @@ def lever_line(
     if (
         bool(warmup) != bool(peak)
         or (peak and float(peak) <= 0)
-        or not (warmup or ramp or compiled or first_stage or cycle)
+        or not (warmup or ramp or compiled or first_stage or cycle or hard)
         or ((warmup or ramp) and not tail)
     ):
-        raise SystemExit("a lever needs --compile or --first-stage-width, or --tail minutes and either --warmup "
-                         "minutes with a --peak lr above zero, or --ramp px (with --ramp-end), or "
+        raise SystemExit("a lever needs --compile, --first-stage-width or --hard-views, or --tail minutes and "
+                         "either --warmup minutes with a --peak lr above zero, or --ramp px (with --ramp-end), or "
                          "--cycle minutes")  # fmt: skip
     base = split_lines(rows, method, minutes, tail, seed)[1 if tail else 0]
     tag, _, args = base.partition("|")
@@ -282,7 +291,10 @@ def lever_line(
         words += [f"++backbone.kwargs.first_stage_width={first_stage}"]
     if cycle:
         words += [f"++scheduler.cycle_minutes={cycle:g}"]
-    tag = split_tag(screen, minutes, tail, seed, warmup, ramp, compiled, strength, first_stage, cycle)
+    if hard:
+        words += [f"data.num_views={hard[1]}", f"++method_kwargs.hard_views={hard[0]}"]
+        words += [f"++method_kwargs.hard_views_side={hard[2]}"]
+    tag = split_tag(screen, minutes, tail, seed, warmup, ramp, compiled, strength, first_stage, cycle, hard)
     return f"{tag}|{' '.join(words)}"
 
 

@@ -77,7 +77,7 @@ def resolve_beta(cfg: DictConfig, slot: BetaSlot, objective: str = "leave_one_ou
                 f"or '{AUTO}' (beta = c / proj_output_dim)"
             )
         return None
-    dim, m = select(cfg, "method_kwargs.proj_output_dim"), views_of(cfg).m
+    dim, m = select(cfg, "method_kwargs.proj_output_dim"), views_of(cfg).trained
     kwargs.beta_c = select(cfg, "method_kwargs.beta_c", slot.default_c)
     explicit = select(cfg, "method_kwargs.beta_multiview_factor")
     rule = dict(c=kwargs.beta_c, num_views=m, multiview_factor=explicit, objective=objective, loss=slot.loss)

@@ -3,6 +3,8 @@
 The names, one each:
 - ``data.num_views`` is m, the views per image, large and small: what the loss averages over,
   what the beta rule and the run's name count.
+- ``method_kwargs.hard_views`` (k, 0 for all) is how many of the m each image trains on, its
+  hardest (``methods/hard_views.py``): the loader cuts m, the loss and the beta rule count k.
 - ``data.num_small_views`` is how many of the m are small (the pipelines whose crop_size is not
   the first pipeline's, solo-learn's rule); the other m - num_small_views are large. Unset: the
   small pipelines' own ``num_crops``.
@@ -40,11 +42,18 @@ class ViewCount:
     large: int
     small: int
     per_resolution: Tuple[Tuple[int, int], ...] = ()
+    hard: int = 0
 
     @property
     def m(self) -> int:
-        """All views, large and small: what the loss averages over and the beta rule counts."""
+        """All views the loader cuts, large and small."""
         return self.large + self.small
+
+    @property
+    def trained(self) -> int:
+        """The views per image the loss averages over and the beta rule counts: the ``hard``
+        hardest of the m where ``method_kwargs.hard_views`` chooses, else all m."""
+        return self.hard or self.m
 
 
 def _from_pipelines(pipelines: Sequence[Any]) -> ViewCount:
@@ -61,16 +70,24 @@ def _from_pipelines(pipelines: Sequence[Any]) -> ViewCount:
 
 
 def views_of(cfg: DictConfig | Mapping[str, Any]) -> ViewCount:
-    """The views of a config or a run's args.json (a plain dict): solo-learn's
+    """The views of a config or a run's args.json (a plain dict; its ``method_kwargs`` too): solo-learn's
     ``data.num_large_crops`` / ``num_small_crops`` when set (every solo-learn method reads these,
     and a run's args.json holds them), else counted from the pipelines' ``num_crops``."""
     if not isinstance(cfg, DictConfig):
-        cfg = OmegaConf.create({"data": dict(cfg.get("data") or {}), "augmentations": cfg.get("augmentations") or []})
+        cfg = OmegaConf.create(
+            {
+                "data": dict(cfg.get("data") or {}),
+                "augmentations": cfg.get("augmentations") or [],
+                "method_kwargs": dict(cfg.get("method_kwargs") or {}),
+            }
+        )
     counted = _from_pipelines(select(cfg, "augmentations", []) or [])
+    hard = select(cfg, "method_kwargs.hard_views")
+    hard = int(hard) if is_int(hard) else 0  # anything else the method's check names
     large, small = select(cfg, "data.num_large_crops"), select(cfg, "data.num_small_crops")
     if large is None:
-        return counted
-    return ViewCount(int(large), int(small or 0), counted.per_resolution)
+        return ViewCount(counted.large, counted.small, counted.per_resolution, hard)
+    return ViewCount(int(large), int(small or 0), counted.per_resolution, hard)
 
 
 def set_crop_counts(cfg: DictConfig) -> None:

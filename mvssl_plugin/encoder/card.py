@@ -94,7 +94,13 @@ def model_card(config: Dict[str, Any]) -> str:
         "",
         "## Training",
         "",
-        f"- method `{train['method']}`, {train['views']} views per image, projector output d = "
+        f"- method `{train['method']}`, {train['views']} views per image"
+        + (
+            f" (each image trained on its {train['views_trained']} hardest)"
+            if train.get("views_trained", train["views"]) != train["views"]
+            else ""
+        )
+        + ", projector output d = "
         f"{train['proj_output_dim']}, orthogonality weight beta = {train['beta']}"
         + (f" ({train['beta_rule']})" if train.get("beta_rule") else ""),
         f"- {train['dataset']}, data fraction {train['data_fraction']}; {train['epochs_trained']} of "

@@ -155,14 +155,16 @@ def training_record(args: Dict[str, Any], state: Dict[str, Any], folder: Path) -
     """How the encoder was made: method, views, projector, beta, data, schedule, launches."""
     kwargs, data, optimizer = args.get("method_kwargs", {}), args.get("data", {}), args.get("optimizer", {})
     scheduler = args.get("scheduler") or {}
-    m, step = views_of(args).m, int(state.get("global_step", 0))
+    views, step = views_of(args), int(state.get("global_step", 0))
+    m = views.trained  # the views each image trained on (hard_views: its hardest of the m cut)
     devices = args.get("devices", 1)
     processes = (len(devices) if isinstance(devices, list) else int(devices or 1)) * int(args.get("num_nodes", 1))
     launches = (read_json(folder / RUN_LOG) or {}).get("launches", [])
     fraction = data.get("fraction", -1)
     return {
         "method": args.get("method"),
-        "views": m,
+        "views": views.m,
+        "views_trained": m,
         "proj_output_dim": kwargs.get("proj_output_dim"),
         "beta": beta_of(beta_slot(args.get("method")), kwargs),
         "beta_rule": kwargs.get("beta_rule"),

@@ -6,7 +6,8 @@ the config checks read it without importing torch; the torch losses load on firs
 
 * :func:`multiview_barlow_loss`, :func:`multiview_vicreg_loss` (``multiview``): the family.
 * :func:`mmcr_loss` (``mmcr``): maximum manifold capacity representations.
-* :data:`Views`, :func:`stack_views` (``views``): the input every loss takes, checked once.
+* :data:`Views`, :func:`stack_views` (``stacking``): the input every loss takes, checked once.
+* :func:`hardest_subsets`, :func:`gather_views` (``hard_views``): each image's hardest views.
 * ``distributed``: the autograd-aware cross-process reductions they share.
 """
 
@@ -28,8 +29,10 @@ from mvssl_plugin.losses.objectives import (
 
 #: the torch members, by the module that holds them (imported on first access)
 _TORCH_MEMBERS = {
-    "Views": "views",
-    "stack_views": "views",
+    "Views": "stacking",
+    "stack_views": "stacking",
+    "hardest_subsets": "hard_views",
+    "gather_views": "hard_views",
     "leave_one_out_means": "multiview",
     "multiview_barlow_loss": "multiview",
     "multiview_vicreg_loss": "multiview",

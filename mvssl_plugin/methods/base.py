@@ -34,6 +34,7 @@ from mvssl_plugin.errors import ConfigError
 from mvssl_plugin.losses.distributed import gather_batch, is_distributed
 from mvssl_plugin.methods.compiled import compile_forwards
 from mvssl_plugin.methods.finite_loss import FiniteLoss
+from mvssl_plugin.methods.hard_views import hardest_views
 from mvssl_plugin.methods.loss_precision import loss_fp32
 
 #: ``solo``: solo-learn's Barlow Twins / VICReg projector (3 linear layers), so the
@@ -72,6 +73,10 @@ class MultiViewMethod(BaseMethod):
             (BatchNorm then sees m x batch images); off by default (per-view, as solo-learn).
         view_parallel (bool): under DDP, spread the views over the processes instead of
             the images (m / world size views each, the same images everywhere).
+        hard_views (int): train each image on its k hardest views of the m the loader cuts
+            (hard positive mining, ``methods/hard_views.py``); 0 (default): on all m.
+        hard_views_side (int): the side, in pixels, the hard views are chosen at (null: the
+            views' own; smaller costs less).
 
     ``performance.compile: true`` compiles the backbone's and projector's forward with
     ``torch.compile`` (first steps slower while it compiles; ``methods/compiled.py``).
@@ -89,6 +94,8 @@ class MultiViewMethod(BaseMethod):
         "projector": "solo",
         "fused_forward": False,
         "view_parallel": False,
+        "hard_views": 0,
+        "hard_views_side": None,
     }
 
     def __init__(self, cfg: omegaconf.DictConfig):
@@ -96,6 +103,8 @@ class MultiViewMethod(BaseMethod):
         kwargs = cfg.method_kwargs
         self.fused_forward: bool = kwargs.fused_forward
         self.view_parallel: bool = kwargs.view_parallel
+        self.hard_views: int = kwargs.hard_views
+        self.hard_views_side: Optional[int] = kwargs.hard_views_side
         # float32 unless performance.loss_fp32=false asks for autocast's precision (methods/loss_precision.py)
         self.loss_fp32: bool = loss_fp32(cfg, default=True)
         # steps between read-backs of the loss's finiteness: 1 on a CPU (free; stops before a
@@ -164,8 +173,31 @@ class MultiViewMethod(BaseMethod):
                     f"method_kwargs.view_parallel=true spreads {m} views over {world} process(es): "
                     "use devices that divide the number of views (at least 2), or view_parallel=false"
                 )
+        cls._check_hard_views(cfg)
         apply_rules(cfg, cls.RULES)
         return cfg
+
+    @staticmethod
+    def _check_hard_views(cfg: omegaconf.DictConfig) -> None:
+        """``hard_views`` keeps 2 to m - 1 of one resolution's views; its side is a pixel count."""
+        kwargs, views = cfg.method_kwargs, views_of(cfg)
+        keep, side = kwargs.hard_views, kwargs.hard_views_side
+        if not is_int(keep) or keep < 0:
+            raise ConfigError(f"method_kwargs.hard_views={keep!r}: the views each image trains on, an integer (0: all)")
+        if side is not None and (not is_int(side) or side < 8):
+            raise ConfigError(f"method_kwargs.hard_views_side={side!r}: a side in pixels, an integer >= 8, or null")
+        if not keep:
+            return
+        if views.small or kwargs.view_parallel:
+            raise ConfigError(
+                f"method_kwargs.hard_views={keep} chooses among views of one resolution on each process: "
+                "use one augmentation pipeline and view_parallel=false, or hard_views=0"
+            )
+        if not 2 <= keep < views.m:
+            raise ConfigError(
+                f"method_kwargs.hard_views={keep} of data.num_views={views.m}: keep at least 2 and fewer than the "
+                f"views cut, e.g. data.num_views={max(keep, 2) * 2} method_kwargs.hard_views={max(keep, 2)}"
+            )
 
     @classmethod
     def check_kwargs(cls, cfg: omegaconf.DictConfig) -> None:
@@ -241,6 +273,8 @@ class MultiViewMethod(BaseMethod):
         if len(views) != self.num_crops:
             raise ValueError(f"expected {self.num_crops} views per image from the loader, got {len(views)}")
         large, small = views[: self.num_large_crops], views[self.num_large_crops :]
+        if self.hard_views:  # the add_and_assert_specific_cfg check: one resolution, no view-parallel
+            large = hardest_views(self, large, self.hard_views, self.hard_views_side)
         split = self.view_parallel and is_distributed()
         if split:
             share = len(large) // dist.get_world_size()

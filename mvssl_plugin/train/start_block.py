@@ -25,8 +25,14 @@ from mvssl_plugin.train.run_log import run_folder
 
 
 def views_text(cfg: DictConfig) -> str:
-    """``4 x 32 px`` or ``2 x 32 px + 6 x 16 px``: views per image by resolution."""
-    return " + ".join(f"{n} x {size} px" for size, n in views_of(cfg).per_resolution)
+    """``4 x 32 px`` or ``2 x 32 px + 6 x 16 px``: views per image by resolution; with
+    ``hard_views``, ``4 x 32 px, the 2 hardest trained (chosen at 16 px)``."""
+    views = views_of(cfg)
+    text = " + ".join(f"{n} x {size} px" for size, n in views.per_resolution)
+    if views.hard:
+        side = select(cfg, "method_kwargs.hard_views_side")
+        text += f", the {views.hard} hardest trained (chosen at {f'{side} px' if side else 'full size'})"
+    return text
 
 
 def beta_text(cfg: DictConfig) -> str:

@@ -485,6 +485,22 @@ def test_the_cyclic_lr_is_the_picks_tailed_split_line_with_the_tail_in_every_cyc
             plans.lever_line(rows, "mmcr", minutes=minutes, tail=tail_, seed=1, cycle=cycle)
 
 
+def test_hard_views_are_the_picks_tailed_split_line_cutting_more_views_and_training_on_the_hardest():
+    rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
+    _, tail = plans.split_lines(rows, "mmcr", minutes=60, tail=20, seed=2)
+    hard = plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=2, hard=(2, 4, 16))
+    assert hard.split("|")[0] == "split60-mmcr-adam-8e-3-hard2of4at16-tail20-s2"
+    words, base = hard.split("|")[1].split(), tail.split("|")[1].split()
+    added = {"data.num_views=4", "++method_kwargs.hard_views=2", "++method_kwargs.hard_views_side=16"}
+    assert set(words) - set(base) == added and set(base) <= set(words)
+    screen, lever, seed = plans.split_of(hard.split("|")[0])
+    assert (screen.tag, lever, seed) == ("mmcr-adam-8e-3", "hard2of4at16-tail20", "2")
+    assert plans.lever_base(lever) == "tail20"
+    for bad in ((2, 2, 16), (1, 4, 16), (2, 4, 4)):
+        with pytest.raises(SystemExit, match="--hard-views .*: keep k of m views"):
+            plans.lever_line(rows, "mmcr", minutes=60, tail=20, seed=2, hard=bad)
+
+
 def test_compile_at_a_records_length_is_the_picks_constant_lr_split_line_compiled():
     rows = [{"tag": "mmcr-adam-8e-3", "method": "mmcr", "holdout_knn": "55.0", "train_minutes": "4.5"}]
     const, _ = plans.split_lines(rows, "mmcr", minutes=30, tail=0, seed=2)

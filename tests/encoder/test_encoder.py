@@ -115,6 +115,7 @@ def test_export_writes_the_backbone_alone_with_its_config_and_card(exported):
     assert config["preprocessing"]["crop"] == 32 and len(config["preprocessing"]["mean"]) == 3
     assert train["method"] == "mabt" and train["views"] == 4 and train["proj_output_dim"] == 16
     assert train["epochs_trained"] == 1 and train["views_seen"] == train["steps"] * 8 * 4 > 0
+    assert train["views_trained"] == 4  # all of them: no hard_views
     assert train["lr_tail_epochs"] == 0  # the recipe's constant lr (scheduler.tail_epochs unset)
     assert train["beta"] > 0 and train["plugin_version"] == __import__("mvssl_plugin").__version__
     launches = json.loads((exported["run"] / "run.json").read_text())["launches"]
