@@ -74,7 +74,7 @@ class MultiViewMethod(BaseMethod):
         view_parallel (bool): under DDP, spread the views over the processes instead of
             the images (m / world size views each, the same images everywhere).
         hard_views (int): train each image on its k hardest views of the m the loader cuts
-            (hard positive mining, ``methods/hard_views.py``); 0 (default): on all m.
+            (hard positive mining, ``methods/hard_views.py``); null (default) or 0: on all m.
         hard_views_side (int): the side, in pixels, the hard views are chosen at (null: the
             views' own; smaller costs less).
 
@@ -94,7 +94,7 @@ class MultiViewMethod(BaseMethod):
         "projector": "solo",
         "fused_forward": False,
         "view_parallel": False,
-        "hard_views": 0,
+        "hard_views": None,
         "hard_views_side": None,
     }
 
@@ -103,7 +103,7 @@ class MultiViewMethod(BaseMethod):
         kwargs = cfg.method_kwargs
         self.fused_forward: bool = kwargs.fused_forward
         self.view_parallel: bool = kwargs.view_parallel
-        self.hard_views: int = kwargs.hard_views
+        self.hard_views: int = kwargs.hard_views or 0
         self.hard_views_side: Optional[int] = kwargs.hard_views_side
         # float32 unless performance.loss_fp32=false asks for autocast's precision (methods/loss_precision.py)
         self.loss_fp32: bool = loss_fp32(cfg, default=True)
@@ -182,7 +182,7 @@ class MultiViewMethod(BaseMethod):
         """``hard_views`` keeps 2 to m - 1 of one resolution's views; its side is a pixel count."""
         kwargs, views = cfg.method_kwargs, views_of(cfg)
         keep, side = kwargs.hard_views, kwargs.hard_views_side
-        if not is_int(keep) or keep < 0:
+        if keep is not None and (not is_int(keep) or keep < 0):
             raise ConfigError(f"method_kwargs.hard_views={keep!r}: the views each image trains on, an integer (0: all)")
         if side is not None and (not is_int(side) or side < 8):
             raise ConfigError(f"method_kwargs.hard_views_side={side!r}: a side in pixels, an integer >= 8, or null")
