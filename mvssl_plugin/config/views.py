@@ -3,7 +3,7 @@
 The names, one each:
 - ``data.num_views`` is m, the views per image, large and small: what the loss averages over,
   what the beta rule and the run's name count.
-- ``method_kwargs.hard_views`` (k, 0 for all) is how many of the m each image trains on, its
+- ``method_kwargs.hard_views`` (k; unset or 0: all) is how many of the m each image trains on, its
   hardest (``methods/hard_views.py``): the loader cuts m, the loss and the beta rule count k.
 - ``data.num_small_views`` is how many of the m are small (the pipelines whose crop_size is not
   the first pipeline's, solo-learn's rule); the other m - num_small_views are large. Unset: the

@@ -36,9 +36,7 @@ def hardest_subsets(z: torch.Tensor, k: int) -> torch.Tensor:
     candidates = z.shape[0]
     if not 1 <= k <= candidates:
         raise ValueError(f"k={k}: keep between 1 and the {candidates} candidate views")
-    subsets = torch.combinations(torch.arange(candidates, device=z.device), r=k)  # (S, k)
-    if k == 1:
-        subsets = subsets.view(-1, 1)
+    subsets = torch.combinations(torch.arange(candidates, device=z.device), r=k).view(-1, k)  # (S, k)
     zhat = F.normalize(z.float(), dim=-1)
     mean_norm = zhat[subsets].mean(dim=1).norm(dim=-1)  # (S, k, N, D) -> (S, N)
     return subsets[mean_norm.argmin(dim=0)].T.contiguous()  # (N, k) -> (k, N)
