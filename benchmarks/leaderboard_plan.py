@@ -322,6 +322,7 @@ RECORD_RECIPES: Dict[str, str] = {
     "mavicreg-adam-4e-3": "speedrun_mavicreg_cpu.yaml",
     "mmcr-adam-8e-3": "speedrun_mmcr_cpu.yaml",
     "mmcr-adam-8e-3-tail20": "speedrun_mmcr_60min_cpu.yaml",
+    "vicreg-adam-5e-4-tail20": "solo_vicreg_adam_60min_cpu.yaml",
 }
 #: the fastest setting with two seeds on record: what ``speedrun_cpu.yaml`` composes to
 FASTEST = "mmcr-adam-8e-3"
