@@ -348,7 +348,8 @@ def record_lines(
     at ``RECORD_MINUTES``; ``max_epochs`` raised to twice the epochs ``minutes`` hold at the method's
     fastest screen's pace, scaled from 45,000 images to 50,000); a schedule keeps its epochs, as a
     longer one would not pass through its record. With ``tail``, the settings whose recipe holds
-    that tail (kept on the split), the tail starting at or after ``RECORD_MINUTES``. With ``fp32``, the
+    that tail (ours' where the split kept it, and the best peer's, as the trainer's lr is no method's),
+    the tail starting at or after ``RECORD_MINUTES``. With ``fp32``, the
     peers' records with their loss in float32 (``+performance.loss_fp32=true``), as ours compute theirs."""
     if tail and minutes - tail < RECORD_MINUTES:
         raise SystemExit(
@@ -360,7 +361,7 @@ def record_lines(
         screen = screen_of(str(pick["tag"]))
         assert screen is not None, pick
         setting = screen.tag + (f"-tail{tail:g}" if tail else "")
-        if tail and setting not in RECORD_RECIPES:  # the tail only where the split kept it
+        if tail and setting not in RECORD_RECIPES:  # ours' where the split kept it; the best peer's: the same
             continue
         if fp32 and screen.method.ours:  # ours' records already compute the loss in float32
             continue

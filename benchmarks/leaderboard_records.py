@@ -6,7 +6,7 @@ record is: ``leaderboard_plan.py`` and ``leaderboard.py``'s docstring)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from doc_blocks import replace_between, write_table
 from leaderboard_plan import FP32, METHODS, RECORD_MINUTES, RECORD_RECIPES, RECORD_SEEDS
@@ -105,14 +105,16 @@ HEADLINE_HEAD = [
 def headline_rows(
     kind: str, rows: Sequence[Dict[str, object]], beyond: Sequence[Dict[str, object]],
     peer: Dict[str, object], versus: Sequence[Dict[str, object]],
+    long_peer: Optional[Dict[str, object]] = None, long_versus: Sequence[Dict[str, object]] = (),
 ) -> List[str]:  # fmt: skip
     """The README's table: one row per recipe (``RECORD_RECIPES``) with records on this kind, its seeds
     side by side ("-": not within its budget; a recipe with a tail read over its whole budget, the
     others over ``RECORD_MINUTES``), and for ours how much sooner each seed stays at or above the best
-    peer's kNN ("never": it does not). A peer recorded with its loss in float32 is its recipe with
-    ``+performance.loss_fp32=true``, a row of its own."""
+    peer's kNN ("never": it does not): a recipe with a tail against ``long_peer``, the best peer
+    recorded with the same tail over its whole budget, where the kind has one. A peer recorded with
+    its loss in float32 is its recipe with ``+performance.loss_fp32=true``, a row of its own."""
     whole = {str(r["run"]): r for r in beyond}
-    sooner = {str(v["run"]): v for v in versus}
+    sooner = {str(v["run"]): v for v in [*versus, *long_versus]}
     by_setting: Dict[str, List[Dict[str, object]]] = {}
     for r in rows:
         if str(r["setting"]).removesuffix(f"-{FP32}") in RECORD_RECIPES:
@@ -127,12 +129,13 @@ def headline_rows(
         runs = sorted(runs, key=lambda r: int(str(r["seed"])))
         cells = [" / ".join(str(r[f"min_to_{t}"] or "-") for r in runs) for t in (60, 65, 70)]
         cells.append(" / ".join(f"{float(r['final_knn']):.2f}" for r in runs))
-        if setting == peer.get("setting"):
+        than = long_peer if long_peer and "-tail" in setting else peer
+        if setting in (peer.get("setting"), (long_peer or {}).get("setting")):
             cells.append("(the best peer)")
-        elif any(str(r["run"]) in sooner for r in runs) and peer:
+        elif any(str(r["run"]) in sooner for r in runs) and than:
             each = [sooner.get(str(r["run"]), {}).get("minutes") for r in runs]
-            less = " / ".join("never" if t is None else f"{float(peer['minutes']) / float(t):.2f}x" for t in each)
-            cells.append(f"{less} sooner than {peer['setting']} ({peer['loss']} loss, {float(peer['knn']):.2f}%)")
+            less = " / ".join("never" if t is None else f"{float(than['minutes']) / float(t):.2f}x" for t in each)
+            cells.append(f"{less} sooner than {than['setting']} ({than['loss']} loss, {float(than['knn']):.2f}%)")
         else:
             cells.append("-")
         base = setting.removesuffix(f"-{FP32}")
@@ -186,7 +189,7 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (), headline_pages: 
     markers of each page in ``headline_pages``."""
     everything, longer, lines, headline = [], [], [], []
     for kind in sorted(p for p in (out / "records").glob("*") if p.is_dir()):
-        rows, curves, beyond = [], {}, []
+        rows, curves, beyond, whole = [], {}, [], {}
         for knn in sorted(kind.glob(f"*/{EPOCH_KNN}")):
             setting = knn.parent.name[len("record-") :].rsplit("-s", 1)[0]
             stop = (read_json(knn.parent / "args.json").get("epoch_knn") or {}).get("stop_after_minutes")
@@ -195,6 +198,7 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (), headline_pages: 
                          **record(knn.parent, RECORD_MINUTES if trained_on else None)})  # fmt: skip
             curve = read_csv(knn)
             curves[knn.parent.name] = within(curve, RECORD_MINUTES) if trained_on else curve
+            whole[knn.parent.name] = curve
             if trained_on:
                 beyond.append({"machine": kind.name, "setting": setting, "loss": loss_precision(knn.parent),
                                **record(knn.parent)})  # fmt: skip
@@ -210,16 +214,22 @@ def report_records(out: Path = OUT, pages: Sequence[Path] = (), headline_pages: 
                          f"| {r['train_minutes']} | {float(r['final_knn']):.2f} "
                          f"| {' | '.join(map(str, to))} |")  # fmt: skip
         peer, versus = against_best_peer(rows, curves)
+        # the records with the lr's tail, over their whole budget, against a peer given the same tail
+        long_peer, long_versus = against_best_peer([r for r in beyond if "-tail" in str(r["setting"])], whole)
         if peer:
             head, *each = versus_lines(peer, versus)
             lines += ["", f"On {cpu}, against {head}:", "", *[f"- {v}" for v in each], ""]
-            headline += headline_rows(kind.name, rows, beyond, peer, versus)
+            headline += headline_rows(kind.name, rows, beyond, peer, versus, long_peer, long_versus)
         else:
             lines += ["", f"On {cpu}: no record of a peer yet.", ""]
         if beyond:
             lines += [f"Trained on past {RECORD_MINUTES:g} minutes (a constant lr: the rows above are these runs "
                       f"read as their first {RECORD_MINUTES:g} minutes):", ""]  # fmt: skip
             lines += [f"- {beyond_line(r)}" for r in beyond] + [""]
+        if long_peer:
+            head, *each = versus_lines(long_peer, long_versus)
+            lines += [f"On {cpu}, over the whole budget with the lr's tail, against {head}:", ""]
+            lines += [f"- {v}" for v in each] + [""]
         plot_records(rows, curves, out / f"records_{kind.name}.png", cpu)
         everything += rows
         longer += beyond

@@ -341,9 +341,12 @@ def test_a_record_with_the_lrs_tail_is_the_recipe_holding_it_and_is_collected_as
         {"tag": "vicreg-adam-5e-4", "method": "vicreg", "holdout_knn": "47.0", "train_minutes": "7.5"},
     ]
     tailed = dict(line.split("|") for line in plans.record_lines(rows, minutes=60, tail=20))
-    # the tail only where the split kept it (mmcr's): its own recipe
-    assert sorted(tailed) == ["record-mmcr-adam-8e-3-tail20-s1", "record-mmcr-adam-8e-3-tail20-s2"]
+    # the tail where a recipe holds it: mmcr's (kept on the split) and the best peer's (given the same
+    # tail: the trainer's lr, not a method's), each its own recipe
+    assert sorted(tailed) == ["record-mmcr-adam-8e-3-tail20-s1", "record-mmcr-adam-8e-3-tail20-s2",
+                              "record-vicreg-adam-5e-4-tail20-s1", "record-vicreg-adam-5e-4-tail20-s2"]  # fmt: skip
     assert tailed["record-mmcr-adam-8e-3-tail20-s2"].split()[:2] == ["--config-name", "speedrun_mmcr_60min_cpu.yaml"]
+    assert "solo_vicreg_adam_60min_cpu.yaml" == tailed["record-vicreg-adam-5e-4-tail20-s1"].split()[1]
     # a tail that starts before minute 30 would spoil the records' comparison there
     with pytest.raises(SystemExit, match="give --minutes at least 50 or a shorter --tail"):
         plans.record_lines(rows, minutes=40, tail=20)
@@ -364,6 +367,41 @@ def test_a_record_with_the_lrs_tail_is_the_recipe_holding_it_and_is_collected_as
     assert (row["setting"], row["epochs"], row["final_knn"]) == ("mmcr-adam-4e-3-tail20", "3", "63.0")
     (beyond,) = read_csv(tmp_path / "out" / "beyond.csv")
     assert (beyond["final_knn"], beyond["min_to_70"]) == ("70.5", "60.0")
+
+
+def test_records_with_the_lrs_tail_meet_the_peer_given_the_same_tail_over_their_whole_budget(tmp_path):
+    runs = tmp_path / "runs"
+    # the peer with the tail: 10 minutes an epoch, 61.00 at 30 minutes, 67.00 at 60
+    _record(runs, "record-vicreg-adam-5e-4-tail20-s1", "vicreg", [50.0, 56.0, 61.0, 63.0, 64.5, 67.0], 10.0, stop=60)
+    # ours with the tail: 5 minutes an epoch, at or above 61 from 15 minutes and above 67 from 35
+    curve = [55.0, 60.0, 62.0, 63.0, 64.0, 66.5, 67.0, 68.0, 68.5, 69.0, 70.0, 70.5]
+    _record(runs, "record-mmcr-adam-8e-3-tail20-s1", "mmcr", curve, 5.0, stop=60)
+    out = tmp_path / "out"
+    for pick in ("vicreg-adam-5e-4", "mmcr-adam-8e-3"):  # the picks were screened (round C)
+        (out / "screens" / pick).mkdir(parents=True)
+    leaderboard.collect(runs, out=out)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{leaderboard_records.VERSUS_START}\n{leaderboard_records.VERSUS_END}\n")
+    table = leaderboard_records.report_records(out=out, pages=[], headline_pages=[readme])
+    here = leaderboard.machine_key(leaderboard.machine())
+    # the first 30 minutes, before either tail starts, against the peer's first 30
+    assert "- record-mmcr-adam-8e-3-tail20-s1: stays at or above 61.00% from 15.0 training minutes: 2.00x" in table
+    # the whole budget against the peer's whole budget, not its 30-minute reading
+    assert (
+        "over the whole budget with the lr's tail, against the best of solo-learn's methods recorded on it: "
+        "vicreg-adam-5e-4-tail20, 67.00% test kNN after 60.0 training minutes and 6 epochs (mean of 1 record(s))"
+        in table
+    )
+    assert (
+        "- record-mmcr-adam-8e-3-tail20-s1: stays at or above 67.00% from 35.0 training minutes: 1.71x less time; "
+        "from its epoch 7, against the peer's 6" in table
+    )
+    rows = readme.read_text().splitlines()
+    assert (
+        f"| `speedrun_mmcr_60min_cpu.yaml` | {here} | fp32 | 10.0 | 30.0 | 55.0 | 70.50 "
+        "| 1.71x sooner than vicreg-adam-5e-4-tail20 (bf16 loss, 67.00%) |" in rows
+    )
+    assert f"| `solo_vicreg_adam_60min_cpu.yaml` | {here} | bf16 | 30.0 | 60.0 | - | 67.00 | (the best peer) |" in rows
 
 
 def test_a_lever_at_a_records_length_is_the_picks_record_line_on_the_split_with_and_without_it():
